@@ -1,0 +1,293 @@
+"""T3 tracker table: counts the writes to each in-flight output tile and triggers its DMA.
+
+In T3 the tracker sits at a memory controller. Every write that enters the controller for
+the producer GEMM's output carries the id of the tile it belongs to. The tracker counts the
+local stores of the GEMM and the remote "update" writes arriving from the previous GPU of
+the ring; when a tile's count reaches the threshold programmed when it was armed, the
+tracker emits a trigger naming the pre-programmed DMA command that forwards the tile.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Elaboratable, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .params import check_int, check_power_of_two
+
+__all__ = ["UpdateSource", "TrackerTable"]
+
+#: Width of the event counters in :attr:`TrackerTable.status`; they wrap modulo 2**32.
+STATUS_COUNTER_WIDTH = 32
+
+
+class UpdateSource(enum.Enum, shape=1):
+    """Origin of a write seen by the tracker."""
+
+    #: A store of the producer GEMM on this GPU.
+    LOCAL = 0
+    #: An "update" write arriving from the previous GPU of the ring.
+    REMOTE = 1
+
+
+class TrackerTable(wiring.Component):
+    """Direct-mapped table of write counters, one entry per in-flight output tile.
+
+    Each entry holds *armed*, the *count* of writes seen, the *threshold* and the index of
+    the DMA command (*dma_cmd*) to fire. Counts, thresholds and command indices live in
+    :class:`amaranth.lib.memory.Memory` so that they map to block RAM. The per-entry armed
+    bits are flip-flops, like the valid bits of a cache, because both the ``arm`` port and
+    the ``update`` pipeline must test them in the cycle a request arrives.
+
+    Semantics
+    ---------
+    * ``arm`` (``{tile, threshold, dma_cmd}``) is always ready. In the cycle it is accepted
+      it takes effect *before* an update accepted in the same cycle, so the driver may arm
+      a tile while the GEMM already writes to it. An arm with ``threshold == 0`` or of an
+      entry that is still armed sets a sticky error and leaves the table unchanged.
+    * ``update`` (``{tile, source}``) is one write seen at the memory controller. It adds
+      one to the tile's count. When the count reaches the threshold the entry frees itself
+      at once (a later arm of the same tile, even in the next cycle, is legal) and a
+      trigger ``{tile, dma_cmd}`` is queued. An update of an unarmed entry sets a sticky
+      error and is otherwise ignored.
+    * ``trigger`` is emitted exactly once per completed entry, in completion order, from a
+      queue of ``trigger_depth`` entries. ``update.ready`` is low exactly when the queue
+      occupancy plus the completion in flight in the pipeline has reached
+      ``trigger_depth``, so no trigger is ever lost and counting never stops while the
+      queue has room.
+
+    Timing
+    ------
+    * Latency: a trigger becomes valid :attr:`trigger_latency` (= 2) cycles after the
+      clock edge that accepts its last update, when the queue ahead of it is empty.
+    * Throughput: :attr:`updates_per_cycle` (= 1) update per cycle, including back-to-back
+      updates to the same tile (the counter read-modify-write is resolved by a read port
+      transparent to the write-back), as long as ``trigger`` keeps up and
+      ``trigger_depth >= 2``. Arms never cost update bandwidth.
+
+    Parameters
+    ----------
+    entries : int
+        Number of table entries, a power of two in 2..4096 (the paper uses 256). Tile ids
+        are table indices: the driver allocates in-flight tiles modulo ``entries``.
+    count_width : int
+        Bits of the per-entry counter and threshold, 1..32. The largest threshold is
+        ``2**count_width - 1``.
+    dma_cmd_width : int
+        Bits of the DMA command index, 1..16.
+    trigger_depth : int
+        Entries of the trigger queue, 1..256.
+
+    Members
+    -------
+    arm : ``In(stream.Signature({tile, threshold, dma_cmd}))``
+    update : ``In(stream.Signature({tile, source}))``
+    trigger : ``Out(stream.Signature({tile, dma_cmd}))``
+    status : ``Out(status_layout)``
+        Sticky error flags, each with the first offending tile; the number of armed
+        entries; wrapping counters of local updates, remote updates and triggers handed
+        out. Each reflects the events accepted up to the previous clock edge.
+    """
+
+    def __init__(self, *, entries: int = 256, count_width: int = 16, dma_cmd_width: int = 8,
+                 trigger_depth: int = 4):
+        self._entries = check_power_of_two("entries", entries, 2, 4096)
+        self._count_width = check_int("count_width", count_width, 1, 32)
+        self._dma_cmd_width = check_int("dma_cmd_width", dma_cmd_width, 1, 16)
+        self._trigger_depth = check_int("trigger_depth", trigger_depth, 1, 256)
+        tile_width = (entries - 1).bit_length()
+        self._tile_width = tile_width
+
+        self.arm_layout = data.StructLayout({
+            "tile": unsigned(tile_width),
+            "threshold": unsigned(count_width),
+            "dma_cmd": unsigned(dma_cmd_width),
+        })
+        self.update_layout = data.StructLayout({
+            "tile": unsigned(tile_width),
+            "source": UpdateSource,
+        })
+        self.trigger_layout = data.StructLayout({
+            "tile": unsigned(tile_width),
+            "dma_cmd": unsigned(dma_cmd_width),
+        })
+        self.status_layout = data.StructLayout({
+            "err_unarmed_update": 1,
+            "err_unarmed_update_tile": unsigned(tile_width),
+            "err_rearm": 1,
+            "err_rearm_tile": unsigned(tile_width),
+            "err_zero_threshold": 1,
+            "err_zero_threshold_tile": unsigned(tile_width),
+            "armed_entries": unsigned(tile_width + 1),
+            "local_updates": unsigned(STATUS_COUNTER_WIDTH),
+            "remote_updates": unsigned(STATUS_COUNTER_WIDTH),
+            "triggers": unsigned(STATUS_COUNTER_WIDTH),
+        })
+        super().__init__({
+            "arm": In(stream.Signature(self.arm_layout)),
+            "update": In(stream.Signature(self.update_layout)),
+            "trigger": Out(stream.Signature(self.trigger_layout)),
+            "status": Out(self.status_layout),
+        })
+
+    # -- read-only parameters -------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        """Number of table entries."""
+        return self._entries
+
+    @property
+    def tile_width(self) -> int:
+        """Bits of a tile id (``log2(entries)``)."""
+        return self._tile_width
+
+    @property
+    def count_width(self) -> int:
+        """Bits of a counter; thresholds range over ``1 .. 2**count_width - 1``."""
+        return self._count_width
+
+    @property
+    def dma_cmd_width(self) -> int:
+        """Bits of a DMA command index."""
+        return self._dma_cmd_width
+
+    @property
+    def trigger_depth(self) -> int:
+        """Entries of the trigger queue."""
+        return self._trigger_depth
+
+    # -- timing contract ------------------------------------------------------------------
+
+    @property
+    def trigger_latency(self) -> int:
+        """Cycles from the edge accepting a tile's last update to its ``trigger.valid``.
+
+        Holds when the trigger queue ahead of it is empty: one cycle for the counter read
+        and compare (stage 1), one for the trigger queue.
+        """
+        return 2
+
+    @property
+    def updates_per_cycle(self) -> int:
+        """Sustained updates accepted per cycle while ``trigger`` keeps up."""
+        return 1
+
+    # -- hardware -------------------------------------------------------------------------
+
+    def elaborate(self, platform) -> Elaboratable:
+        m = Module()
+        entries = self._entries
+
+        # Counts are zero for every unarmed entry: reset fills the memory with zeros and a
+        # completing update writes zero back. Arming therefore never writes the counter
+        # memory, which keeps it at one write port (the update pipeline's write-back).
+        m.submodules.count_mem = count_mem = Memory(
+            shape=unsigned(self._count_width), depth=entries, init=[])
+        count_wr = count_mem.write_port()
+        # Transparent to the write-back: an update entering while the previous update of
+        # the same tile writes back reads the new count, so back-to-back updates need no
+        # stall and no separate forwarding path.
+        count_rd = count_mem.read_port(transparent_for=(count_wr,))
+
+        config_layout = data.StructLayout({
+            "threshold": unsigned(self._count_width),
+            "dma_cmd": unsigned(self._dma_cmd_width),
+        })
+        m.submodules.config_mem = config_mem = Memory(shape=config_layout, depth=entries, init=[])
+        config_wr = config_mem.write_port()
+        # Transparent to the arm port: an update accepted in the arm's own cycle sees the
+        # threshold it programs ("arm while the GEMM writes").
+        config_rd = config_mem.read_port(transparent_for=(config_wr,))
+
+        m.submodules.trigger_fifo = trigger_fifo = SyncFIFO(
+            width=self.trigger_layout.size, depth=self._trigger_depth)
+
+        armed = Signal(entries)
+
+        # Stage 1 registers: an armed update whose counter is being read.
+        s1_valid = Signal()
+        s1_tile = Signal(self._tile_width)
+        s1_count_next = Signal(self._count_width + 1)
+        s1_complete = Signal()
+        m.d.comb += [
+            s1_count_next.eq(count_rd.data + 1),
+            s1_complete.eq(s1_valid & (s1_count_next == config_rd.data.threshold)),
+        ]
+
+        # -- armed state as seen in stage 0 -----------------------------------------------
+        # The update in stage 1 was accepted one cycle earlier, so if it completes its
+        # entry, that entry is already free for the requests of this cycle.
+        def armed_now(tile):
+            freed = s1_complete & (s1_tile == tile)
+            return armed.bit_select(tile, 1) & ~freed
+
+        arm = self.arm.payload
+        arm_zero = self.arm.valid & (arm.threshold == 0)
+        arm_busy = self.arm.valid & (arm.threshold != 0) & armed_now(arm.tile)
+        arm_ok = self.arm.valid & (arm.threshold != 0) & ~armed_now(arm.tile)
+
+        upd = self.update.payload
+        update_fire = self.update.valid & self.update.ready
+        update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))
+
+        m.d.comb += [
+            self.arm.ready.eq(1),
+            # The completion in stage 1 has not reached the queue's level yet.
+            self.update.ready.eq(trigger_fifo.level + s1_complete < self._trigger_depth),
+            config_wr.addr.eq(arm.tile),
+            config_wr.data.threshold.eq(arm.threshold),
+            config_wr.data.dma_cmd.eq(arm.dma_cmd),
+            config_wr.en.eq(arm_ok),
+            count_rd.addr.eq(upd.tile),
+            config_rd.addr.eq(upd.tile),
+        ]
+
+        # -- stage 1: count, write back, complete -----------------------------------------
+        m.d.sync += [
+            s1_valid.eq(update_fire & update_armed),
+            s1_tile.eq(upd.tile),
+        ]
+        m.d.comb += [
+            count_wr.addr.eq(s1_tile),
+            count_wr.data.eq(Mux(s1_complete, 0, s1_count_next)),
+            count_wr.en.eq(s1_valid),
+            trigger_fifo.w_en.eq(s1_complete),
+        ]
+        trigger_in = Signal(self.trigger_layout)
+        m.d.comb += [
+            trigger_in.tile.eq(s1_tile),
+            trigger_in.dma_cmd.eq(config_rd.data.dma_cmd),
+            trigger_fifo.w_data.eq(trigger_in),
+        ]
+        # Order matters: the completion is older than an arm of the same cycle.
+        with m.If(s1_complete):
+            m.d.sync += armed.bit_select(s1_tile, 1).eq(0)
+        with m.If(arm_ok):
+            m.d.sync += armed.bit_select(arm.tile, 1).eq(1)
+
+        # -- trigger output ---------------------------------------------------------------
+        m.d.comb += [
+            self.trigger.valid.eq(trigger_fifo.r_rdy),
+            self.trigger.payload.eq(trigger_fifo.r_data),
+            trigger_fifo.r_en.eq(self.trigger.ready),
+        ]
+
+        # -- status -----------------------------------------------------------------------
+        status = self.status
+        with m.If(arm_zero & ~status.err_zero_threshold):
+            m.d.sync += [status.err_zero_threshold.eq(1), status.err_zero_threshold_tile.eq(arm.tile)]
+        with m.If(arm_busy & ~status.err_rearm):
+            m.d.sync += [status.err_rearm.eq(1), status.err_rearm_tile.eq(arm.tile)]
+        with m.If(update_fire & ~update_armed & ~status.err_unarmed_update):
+            m.d.sync += [status.err_unarmed_update.eq(1), status.err_unarmed_update_tile.eq(upd.tile)]
+        m.d.sync += status.armed_entries.eq(status.armed_entries + arm_ok - s1_complete)
+        with m.If(update_fire & (upd.source == UpdateSource.LOCAL)):
+            m.d.sync += status.local_updates.eq(status.local_updates + 1)
+        with m.If(update_fire & (upd.source == UpdateSource.REMOTE)):
+            m.d.sync += status.remote_updates.eq(status.remote_updates + 1)
+        with m.If(self.trigger.valid & self.trigger.ready):
+            m.d.sync += status.triggers.eq(status.triggers + 1)
+        return m

@@ -1,0 +1,70 @@
+"""Base class of the lock-step cocotb benches: clock, reset and the per-cycle loop."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from .scoreboard import Scoreboard
+
+__all__ = ["LockstepTB", "CLOCK_PERIOD_NS"]
+
+CLOCK_PERIOD_NS = 10
+
+
+class LockstepTB:
+    """Owns the cycle loop: after each rising edge :meth:`drive`, then :meth:`check`.
+
+    Subclasses implement :meth:`drive` (write every input for the coming cycle) and
+    :meth:`check` (in the read-only phase: read every output, compare it with the golden
+    model through :attr:`scoreboard`, and advance the model by one edge).
+    """
+
+    def __init__(self, dut, *, seed: int | None = None):
+        self.dut = dut
+        self.seed = cocotb.RANDOM_SEED if seed is None else seed
+        self.rng = random.Random(self.seed)
+        self.log = logging.getLogger(f"cocotb.tb.{type(self).__name__}")
+        self.log.info("seed=%d (replay: SEED=<base seed printed by pytest>)", self.seed)
+        self.scoreboard = Scoreboard(self.log)
+        self.cycle = 0
+
+    async def start(self, *, reset_cycles: int = 2) -> None:
+        Clock(self.dut.clk, CLOCK_PERIOD_NS, unit="ns").start()
+        self.reset_inputs()
+        self.dut.rst.value = 1
+        for _ in range(reset_cycles):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+
+    def reset_inputs(self) -> None:
+        """Drive every input to its idle value during reset."""
+
+    def drive(self) -> None:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        raise NotImplementedError
+
+    async def run(self, *, cycles: int | None = None, until=None, timeout: int = 1_000_000) -> int:
+        """Run whole cycles: ``cycles`` of them, or until ``until()`` is true.
+
+        Returns the number of cycles run. Fails if ``until`` is not met within ``timeout``.
+        """
+        ran = 0
+        while True:
+            if cycles is not None and ran >= cycles:
+                return ran
+            if until is not None and until():
+                return ran
+            assert ran < timeout, f"no progress after {timeout} cycles (stopped at cycle {self.cycle})"
+            await RisingEdge(self.dut.clk)
+            self.drive()
+            await ReadOnly()
+            self.check()
+            self.cycle += 1
+            ran += 1

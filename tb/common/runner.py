@@ -1,0 +1,113 @@
+"""pytest side of the cocotb benches: build once per parameter set, one item per cocotb test.
+
+Each bench folder has a ``test_<block>.py`` that parametrizes a pytest function over
+``(parameter set, cocotb testcase)`` and calls :meth:`CocotbBench.run`. The Verilog comes
+from :func:`rtl.generate.write_verilog` (the code behind ``make verilog``) and each
+parameter set gets its own build folder under ``sim_build/<block>/<param-set>/``.
+
+Environment
+-----------
+``SIM``    simulator for cocotb (default ``icarus``).
+``WAVES``  ``1`` dumps an FST waveform per test into the build folder.
+``SEED``   base seed of the randomised tests (see :mod:`tb.common.seeds`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+from cocotb_tools.check_results import get_results
+from cocotb_tools.runner import get_runner
+
+from rtl.generate import write_verilog
+
+from .seeds import base_seed, derive_seed
+
+__all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Environment variable carrying the bench's parameter set (JSON) into the simulator.
+PARAMS_ENV = "T3_BENCH_PARAMS"
+
+
+def _waves() -> bool:
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+class CocotbBench:
+    """One RTL block with one parameter set, built once and run per cocotb testcase.
+
+    Parameters
+    ----------
+    block : str
+        Name in :data:`rtl.generate.BLOCKS`; also the Verilog top-level module.
+    test_module : str
+        Dotted name of the cocotb test module, e.g. ``"tb.tracker.tb_tracker"``.
+    param_set : str
+        Name of the parameter set (the build folder's name).
+    params : dict
+        Constructor parameters of the block.
+    """
+
+    _lock = threading.Lock()
+
+    def __init__(self, *, block: str, test_module: str, param_set: str, params: dict):
+        self.block = block
+        self.test_module = test_module
+        self.param_set = param_set
+        self.params = dict(params)
+        self.simulator = os.environ.get("SIM", "icarus")
+        self.build_dir = REPO_ROOT / "sim_build" / block / f"{param_set}-{self.simulator}"
+        self._built = False
+
+    def build(self) -> None:
+        with self._lock:
+            if self._built:
+                return
+            verilog = write_verilog(self.block, self.build_dir / f"{self.block}.v", **self.params)
+            stamp = self.build_dir / "params.json"
+            options = json.dumps({"params": self.params, "waves": _waves()}, sort_keys=True)
+            if stamp.exists() and stamp.read_text() != options:
+                # Icarus rebuilds on source mtime only; different options need a clean folder.
+                shutil.rmtree(self.build_dir / "sim")
+            runner = self._runner = get_runner(self.simulator)
+            runner.build(
+                sources=[verilog],
+                hdl_toplevel=self.block,
+                build_dir=self.build_dir / "sim",
+                timescale=("1ns", "1ps"),
+                waves=_waves(),
+            )
+            stamp.write_text(options)
+            self._built = True
+
+    def run(self, testcase: str) -> None:
+        """Run one cocotb testcase and fail the pytest item if it fails."""
+        self.build()
+        seed = derive_seed(self.block, self.param_set, testcase)
+        replay = f"replay: SEED={base_seed()} make test  (or pytest -k '{testcase}'), cocotb seed {seed}"
+        print(f"{self.block}[{self.param_set}]::{testcase}  {replay}")
+        results = self._runner.test(
+            test_module=self.test_module,
+            hdl_toplevel=self.block,
+            hdl_toplevel_lang="verilog",
+            testcase=testcase,
+            seed=seed,
+            extra_env={PARAMS_ENV: json.dumps(self.params)},
+            waves=_waves(),
+            build_dir=self.build_dir / "sim",
+            test_dir=self.build_dir / "sim",
+            results_xml=str(self.build_dir / "sim" / f"results-{testcase}.xml"),
+        )
+        tests, failed = get_results(results)
+        assert tests == 1, f"cocotb ran {tests} tests for testcase {testcase!r}, expected 1"
+        assert failed == 0, f"cocotb testcase {testcase!r} failed; {replay}"
+
+
+def bench_params() -> dict:
+    """Inside the simulator: the parameter set the runner passed in."""
+    return json.loads(os.environ.get(PARAMS_ENV, "{}"))

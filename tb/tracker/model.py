@@ -1,0 +1,129 @@
+"""Cycle-accurate golden model of the tracker table's ports (pure Python, no cocotb).
+
+The model is written from the port-level specification in ``rtl/tracker.py``'s docstring,
+not from its implementation: entries are a dict, the pipeline is a one-slot delay line and
+the trigger queue is a deque. Per cycle the bench calls :meth:`outputs` (what the ports
+must show in this cycle) and then :meth:`step` with the inputs sampled in the same cycle.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = ["TrackerOutputs", "TrackerTableModel", "LOCAL", "REMOTE"]
+
+LOCAL = 0
+REMOTE = 1
+COUNTER_MASK = (1 << 32) - 1
+
+#: Specified latency from the edge accepting a tile's last update to ``trigger.valid``.
+SPEC_TRIGGER_LATENCY = 2
+
+
+@dataclass(frozen=True)
+class TrackerOutputs:
+    """Every output port of the tracker in one cycle."""
+
+    arm_ready: int
+    update_ready: int
+    trigger_valid: int
+    trigger: tuple[int, int] | None  # (tile, dma_cmd), meaningful only when valid
+    status: dict
+
+
+class TrackerTableModel:
+    """Reference behaviour of :class:`rtl.tracker.TrackerTable`.
+
+    Parameters
+    ----------
+    entries, trigger_depth : int
+        As for the RTL block.
+    """
+
+    def __init__(self, *, entries: int, trigger_depth: int):
+        self.entries = entries
+        self.trigger_depth = trigger_depth
+        # tile -> [count, threshold, dma_cmd] for armed tiles only.
+        self.armed: dict[int, list[int]] = {}
+        # Completion accepted in the previous cycle, on its way into the queue.
+        self.in_flight: tuple[int, int] | None = None
+        self.queue: deque[tuple[int, int]] = deque()
+        self.status = {
+            "err_unarmed_update": 0, "err_unarmed_update_tile": 0,
+            "err_rearm": 0, "err_rearm_tile": 0,
+            "err_zero_threshold": 0, "err_zero_threshold_tile": 0,
+            "armed_entries": 0,
+            "local_updates": 0, "remote_updates": 0, "triggers": 0,
+        }
+
+    def outputs(self) -> TrackerOutputs:
+        pending = len(self.queue) + (self.in_flight is not None)
+        return TrackerOutputs(
+            arm_ready=1,
+            update_ready=int(pending < self.trigger_depth),
+            trigger_valid=int(bool(self.queue)),
+            trigger=self.queue[0] if self.queue else None,
+            status=dict(self.status),
+        )
+
+    def _flag(self, name: str, tile: int) -> None:
+        if not self.status[name]:
+            self.status[name] = 1
+            self.status[name + "_tile"] = tile
+
+    def step(self, *, arm: tuple[int, int, int] | None, update: tuple[int, int] | None,
+             trigger_ready: int) -> tuple[int, int] | None:
+        """Advance one clock edge.
+
+        Parameters
+        ----------
+        arm : (tile, threshold, dma_cmd) or None
+            The arm offered in this cycle (``arm.valid``), or None.
+        update : (tile, source) or None
+            The update offered in this cycle, or None. It is accepted only if this cycle's
+            ``update_ready`` is high.
+        trigger_ready : int
+            The sink's ``trigger.ready`` in this cycle.
+
+        Returns
+        -------
+        The trigger handed out in this cycle, or None.
+        """
+        out = self.outputs()
+        st = self.status
+        handed_out = None
+        if out.trigger_valid and trigger_ready:
+            handed_out = self.queue.popleft()
+            st["triggers"] = (st["triggers"] + 1) & COUNTER_MASK
+        if self.in_flight is not None:
+            # A completed entry leaves ``armed_entries`` when its trigger enters the queue.
+            self.queue.append(self.in_flight)
+            self.in_flight = None
+            st["armed_entries"] -= 1
+        assert len(self.queue) <= self.trigger_depth, "model: trigger queue overflow"
+
+        # An arm is ordered before an update of the same cycle.
+        if arm is not None:
+            tile, threshold, dma_cmd = arm
+            if threshold == 0:
+                self._flag("err_zero_threshold", tile)
+            elif tile in self.armed:
+                self._flag("err_rearm", tile)
+            else:
+                self.armed[tile] = [0, threshold, dma_cmd]
+                st["armed_entries"] += 1
+
+        if update is not None and out.update_ready:
+            tile, source = update
+            key = "remote_updates" if source == REMOTE else "local_updates"
+            st[key] = (st[key] + 1) & COUNTER_MASK
+            entry = self.armed.get(tile)
+            if entry is None:
+                self._flag("err_unarmed_update", tile)
+            else:
+                entry[0] += 1
+                if entry[0] == entry[1]:
+                    del self.armed[tile]
+                    self.in_flight = (tile, entry[2])
+        return handed_out

@@ -1,0 +1,19 @@
+"""pytest runner of the tracker's cocotb bench: one item per (parameter set, cocotb test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tb.common.runner import CocotbBench
+from tb.tracker.scenarios import CASES, PARAM_SETS
+
+BENCHES = {
+    name: CocotbBench(block="tracker_table", test_module="tb.tracker.tb_tracker",
+                      param_set=name, params=params)
+    for name, params in PARAM_SETS.items()
+}
+
+
+@pytest.mark.parametrize(("param_set", "testcase"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
+def test_tracker(param_set: str, testcase: str) -> None:
+    BENCHES[param_set].run(testcase)
