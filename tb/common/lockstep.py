@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import random
 
 import cocotb
@@ -11,9 +13,11 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from .scoreboard import Scoreboard
 
-__all__ = ["LockstepTB", "CLOCK_PERIOD_NS"]
+__all__ = ["LockstepTB", "CLOCK_PERIOD_NS", "STATS_ENV"]
 
 CLOCK_PERIOD_NS = 10
+#: Environment variable naming the JSON file where a test leaves its cycle counts.
+STATS_ENV = "T3_BENCH_STATS"
 
 
 class LockstepTB:
@@ -40,6 +44,16 @@ class LockstepTB:
         for _ in range(reset_cycles):
             await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
+
+    def write_stats(self, **counts: int) -> None:
+        """Leave this test's figures for the pytest runner's summary (cycles, checks, ...)."""
+        path = os.environ.get(STATS_ENV)
+        stats = {"cycles": self.cycle, "checks": self.scoreboard.checks,
+                 "mismatches": self.scoreboard.mismatches, **counts}
+        self.log.info("stats: %s", stats)
+        if path:
+            with open(path, "w") as f:
+                json.dump(stats, f)
 
     def reset_inputs(self) -> None:
         """Drive every input to its idle value during reset."""

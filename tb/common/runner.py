@@ -25,13 +25,18 @@ from cocotb_tools.runner import get_runner
 
 from rtl.generate import write_verilog
 
+from .lockstep import STATS_ENV
 from .seeds import base_seed, derive_seed
 
-__all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
+__all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV", "SESSION_STATS"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Environment variable carrying the bench's parameter set (JSON) into the simulator.
 PARAMS_ENV = "T3_BENCH_PARAMS"
+
+
+#: block -> summed figures of the cocotb tests run in this pytest session.
+SESSION_STATS: dict[str, dict[str, int]] = {}
 
 
 def _waves() -> bool:
@@ -91,13 +96,15 @@ class CocotbBench:
         seed = derive_seed(self.block, self.param_set, testcase)
         replay = f"replay: SEED={base_seed()} make test  (or pytest -k '{testcase}'), cocotb seed {seed}"
         print(f"{self.block}[{self.param_set}]::{testcase}  {replay}")
+        stats_file = self.build_dir / "sim" / f"stats-{testcase}.json"
+        stats_file.unlink(missing_ok=True)
         results = self._runner.test(
             test_module=self.test_module,
             hdl_toplevel=self.block,
             hdl_toplevel_lang="verilog",
             testcase=testcase,
             seed=seed,
-            extra_env={PARAMS_ENV: json.dumps(self.params)},
+            extra_env={PARAMS_ENV: json.dumps(self.params), STATS_ENV: str(stats_file)},
             waves=_waves(),
             build_dir=self.build_dir / "sim",
             test_dir=self.build_dir / "sim",
@@ -106,6 +113,11 @@ class CocotbBench:
         tests, failed = get_results(results)
         assert tests == 1, f"cocotb ran {tests} tests for testcase {testcase!r}, expected 1"
         assert failed == 0, f"cocotb testcase {testcase!r} failed; {replay}"
+        assert stats_file.exists(), f"cocotb testcase {testcase!r} wrote no stats (no final check?)"
+        totals = SESSION_STATS.setdefault(self.block, {"tests": 0})
+        totals["tests"] += 1
+        for key, value in json.loads(stats_file.read_text()).items():
+            totals[key] = totals.get(key, 0) + value
 
 
 def bench_params() -> dict:

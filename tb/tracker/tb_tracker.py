@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """cocotb bench of the tracker table, compared with the golden model on every cycle.
 
 Run through ``tb/tracker/test_tracker.py`` (pytest), never collected by pytest itself.
@@ -202,6 +203,8 @@ class TB(LockstepTB):
             armed = sorted((a["tile"], a["dma_cmd"]) for a in self.arms_accepted)
             fired = sorted((t["tile"], t["dma_cmd"]) for t in self.trigger_sink.received)
             assert fired == armed, "triggers differ from arms"
+        self.write_stats(updates=self.updates_accepted, arms=len(self.arms_accepted),
+                         triggers=len(self.trigger_sink.received))
         self.scoreboard.assert_clean()
 
 

@@ -1,0 +1,53 @@
+# T3 hardware: RTL, cocotb benches, system model.  `make` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export AMARANTH_USE_YOSYS := builtin
+
+.PHONY: help test verilog clean distclean iverilog venv
+
+help: ## Print the targets
+	@echo "T3 hardware -- targets:"
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+venv: $(STAMP) ## Create .venv and install the project into it
+
+$(STAMP): pyproject.toml
+	@if [ ! -x "$(PY)" ]; then \
+	  $(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	      echo "installing python3-venv with apt-get"; \
+	      apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
+	    else \
+	      echo "error: '$(PYTHON) -m venv' failed: install python3-venv (sudo apt-get install -y python3-venv)"; exit 1; \
+	    fi; }; \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+iverilog: ## Install Icarus Verilog with apt-get if it is missing
+	@command -v iverilog >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Icarus Verilog with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; \
+	  else \
+	    echo "error: Icarus Verilog is missing: install it with 'sudo apt-get install -y iverilog'"; exit 1; \
+	  fi; }
+
+test: $(STAMP) iverilog ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
+	$(PY) -m pytest
+
+verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
+	$(PY) -m rtl.generate --out build/verilog
+
+clean: ## Remove build outputs (build/, sim_build/, caches); keeps .venv
+	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+
+distclean: clean ## Also remove .venv
+	rm -rf $(VENV) *.egg-info
