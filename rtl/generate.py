@@ -17,6 +17,10 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
+from .dma_engine import DmaEngine
+from .dma_path import DmaPath
+from .dma_table import DmaCommandTable
+from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "to_verilog", "write_verilog", "main"]
@@ -36,6 +40,10 @@ BLOCKS: dict[str, Block] = {
     b.name: b
     for b in [
         Block("tracker_table", TrackerTable, {}, "T3 tracker table (256 entries)"),
+        Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),
+        Block("dma_engine", DmaEngine, {}, "DMA engine, 256-bit beats, read latency 1"),
+        Block("dma_path", DmaPath, {}, "command table -> DMA engine"),
+        Block("track_and_trigger", TrackAndTrigger, {}, "tracker -> command table -> DMA engine"),
     ]
 }
 

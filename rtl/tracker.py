@@ -64,8 +64,9 @@ class TrackerTable(wiring.Component):
       clock edge that accepts its last update, when the queue ahead of it is empty.
     * Throughput: :attr:`updates_per_cycle` (= 1) update per cycle, including back-to-back
       updates to the same tile (the counter read-modify-write is resolved by a read port
-      transparent to the write-back), as long as ``trigger`` keeps up and
-      ``trigger_depth >= 2``. Arms never cost update bandwidth.
+      transparent to the write-back), as long as ``trigger`` keeps up. Arms never cost
+      update bandwidth. The ready rule counts the completion in flight, so a stream in
+      which *every* update completes a tile (threshold 1) runs at ``min(1, depth / 3)``.
 
     Parameters
     ----------

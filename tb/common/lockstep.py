@@ -33,7 +33,7 @@ class LockstepTB:
         self.seed = cocotb.RANDOM_SEED if seed is None else seed
         self.rng = random.Random(self.seed)
         self.log = logging.getLogger(f"cocotb.tb.{type(self).__name__}")
-        self.log.info("seed=%d (replay: SEED=<base seed printed by pytest>)", self.seed)
+        self.log.info("random seed %d (replay with the SEED= line that pytest printed)", self.seed)
         self.scoreboard = Scoreboard(self.log)
         self.cycle = 0
 

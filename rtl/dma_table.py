@@ -1,0 +1,206 @@
+"""Pre-programmed DMA command table: turns tracker triggers into queued DMA commands.
+
+In T3 the trigger computes nothing: it marks a DMA command, programmed before the GEMM
+runs, ready to go. This table holds the descriptors, looks one up per trigger and queues
+the command for the :class:`~rtl.dma_engine.DmaEngine`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .params import check_int, check_power_of_two
+
+__all__ = ["DmaOp", "descriptor_layout", "command_layout", "DmaCommandTable"]
+
+STATUS_COUNTER_WIDTH = 32
+
+
+class DmaOp(enum.Enum, shape=1):
+    """What the receiving memory does with a forwarded beat."""
+
+    #: Overwrite the destination word.
+    STORE = 0
+    #: Add the beat to the destination word (near-memory reduction).
+    UPDATE = 1
+
+
+def descriptor_layout(*, addr_width: int, max_beats: int, port_width: int) -> data.StructLayout:
+    """``{src_addr, dst_addr, beats, dst_port, op}``; addresses count beats."""
+    return data.StructLayout({
+        "src_addr": unsigned(addr_width),
+        "dst_addr": unsigned(addr_width),
+        "beats": unsigned(max_beats.bit_length()),
+        "dst_port": unsigned(port_width),
+        "op": DmaOp,
+    })
+
+
+def command_layout(*, dma_cmd_width: int, addr_width: int, max_beats: int,
+                   port_width: int) -> data.StructLayout:
+    """A queued command: the descriptor and the index it was programmed at."""
+    return data.StructLayout({
+        "dma_cmd": unsigned(dma_cmd_width),
+        "desc": descriptor_layout(addr_width=addr_width, max_beats=max_beats, port_width=port_width),
+    })
+
+
+class DmaCommandTable(wiring.Component):
+    """Table of pre-programmed DMA descriptors and the queue of triggered commands.
+
+    Semantics
+    ---------
+    * ``program`` (``{index, desc}``) is always ready and writes descriptor ``index``. A
+      descriptor with ``beats == 0`` or ``beats > max_beats`` is refused with a sticky error.
+      A program takes effect before a trigger accepted in the same cycle.
+    * ``trigger`` (the tracker's ``{tile, dma_cmd}``) looks up descriptor ``dma_cmd`` and
+      queues ``{dma_cmd, desc}`` on ``issue``, in trigger order. A trigger of a descriptor
+      never programmed is consumed and sets a sticky error that records the index.
+    * ``trigger.ready`` is low only when the queue plus the lookup in flight holds
+      ``queue_depth`` commands, so no trigger is ever lost.
+
+    Timing
+    ------
+    * :attr:`lookup_latency` (= 2): edge accepting a trigger to ``issue.valid``, with the
+      queue empty (one cycle of descriptor read, one of queue).
+    * :attr:`triggers_per_cycle` (= ``min(1, queue_depth / 3)``) while ``issue`` takes one
+      command per cycle: the ready rule counts the lookup in flight and the command being
+      handed out, so a queue of 3 sustains one trigger per cycle, 2 sustains 2 in 3.
+
+    Parameters
+    ----------
+    commands : int
+        Descriptors in the table, a power of two in 2..1024.
+    tile_width : int
+        Bits of the tile id in the trigger payload (the tracker's), 1..12.
+    addr_width : int
+        Bits of a beat address, 4..48.
+    max_beats : int
+        Largest transfer in beats, 1..65535.
+    port_width : int
+        Bits of a destination port, 1..8.
+    queue_depth : int
+        Commands the issue queue holds, 1..64.
+    """
+
+    def __init__(self, *, commands: int = 256, tile_width: int = 8, addr_width: int = 32,
+                 max_beats: int = 256, port_width: int = 3, queue_depth: int = 4):
+        self._commands = check_power_of_two("commands", commands, 2, 1024)
+        self._tile_width = check_int("tile_width", tile_width, 1, 12)
+        self._addr_width = check_int("addr_width", addr_width, 4, 48)
+        self._max_beats = check_int("max_beats", max_beats, 1, 65535)
+        self._port_width = check_int("port_width", port_width, 1, 8)
+        self._queue_depth = check_int("queue_depth", queue_depth, 1, 64)
+        self._dma_cmd_width = (commands - 1).bit_length()
+
+        self.descriptor_layout = descriptor_layout(
+            addr_width=addr_width, max_beats=max_beats, port_width=port_width)
+        self.command_layout = command_layout(
+            dma_cmd_width=self._dma_cmd_width, addr_width=addr_width, max_beats=max_beats,
+            port_width=port_width)
+        self.program_layout = data.StructLayout({
+            "index": unsigned(self._dma_cmd_width),
+            "desc": self.descriptor_layout,
+        })
+        self.trigger_layout = data.StructLayout({
+            "tile": unsigned(tile_width),
+            "dma_cmd": unsigned(self._dma_cmd_width),
+        })
+        self.status_layout = data.StructLayout({
+            "err_unprogrammed": 1,
+            "err_unprogrammed_index": unsigned(self._dma_cmd_width),
+            "err_bad_descriptor": 1,
+            "err_bad_descriptor_index": unsigned(self._dma_cmd_width),
+            "triggers": unsigned(STATUS_COUNTER_WIDTH),
+            "issued": unsigned(STATUS_COUNTER_WIDTH),
+        })
+        super().__init__({
+            "program": In(stream.Signature(self.program_layout)),
+            "trigger": In(stream.Signature(self.trigger_layout)),
+            "issue": Out(stream.Signature(self.command_layout)),
+            "status": Out(self.status_layout),
+        })
+
+    commands = property(lambda self: self._commands, doc="Descriptors in the table.")
+    dma_cmd_width = property(lambda self: self._dma_cmd_width, doc="Bits of a descriptor index.")
+    tile_width = property(lambda self: self._tile_width, doc="Bits of the trigger's tile id.")
+    addr_width = property(lambda self: self._addr_width, doc="Bits of a beat address.")
+    max_beats = property(lambda self: self._max_beats, doc="Largest transfer in beats.")
+    port_width = property(lambda self: self._port_width, doc="Bits of a destination port.")
+    queue_depth = property(lambda self: self._queue_depth, doc="Commands the issue queue holds.")
+
+    @property
+    def lookup_latency(self) -> int:
+        """Cycles from the edge accepting a trigger to its command's ``issue.valid``."""
+        return 2
+
+    @property
+    def triggers_per_cycle(self) -> Fraction:
+        """Sustained triggers accepted per cycle while ``issue`` takes one command per cycle."""
+        return min(Fraction(1), Fraction(self._queue_depth, 3))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.desc_mem = desc_mem = Memory(
+            shape=self.descriptor_layout, depth=self._commands, init=[])
+        desc_wr = desc_mem.write_port()
+        desc_rd = desc_mem.read_port(transparent_for=(desc_wr,))
+        m.submodules.queue = queue = SyncFIFO(width=self.command_layout.size, depth=self._queue_depth)
+
+        # Valid bits in flip-flops: a trigger must know in its own cycle whether its
+        # descriptor exists, to flag it and keep it out of the queue.
+        programmed = Signal(self._commands)
+
+        prog = self.program.payload
+        beats = prog.desc.beats
+        prog_bad = self.program.valid & ((beats == 0) | (beats > self._max_beats))
+        prog_ok = self.program.valid & ~prog_bad
+
+        trig = self.trigger.payload
+        s1_valid = Signal()
+        s1_cmd = Signal(self._dma_cmd_width)
+        trigger_fire = self.trigger.valid & self.trigger.ready
+        known = programmed.bit_select(trig.dma_cmd, 1) | (prog_ok & (prog.index == trig.dma_cmd))
+
+        m.d.comb += [
+            self.program.ready.eq(1),
+            desc_wr.addr.eq(prog.index),
+            desc_wr.data.eq(prog.desc),
+            desc_wr.en.eq(prog_ok),
+            desc_rd.addr.eq(trig.dma_cmd),
+            self.trigger.ready.eq(queue.level + s1_valid < self._queue_depth),
+        ]
+        with m.If(prog_ok):
+            m.d.sync += programmed.bit_select(prog.index, 1).eq(1)
+        m.d.sync += [
+            s1_valid.eq(trigger_fire & known),
+            s1_cmd.eq(trig.dma_cmd),
+        ]
+
+        queued = Signal(self.command_layout)
+        m.d.comb += [
+            queued.dma_cmd.eq(s1_cmd),
+            queued.desc.eq(desc_rd.data),
+            queue.w_data.eq(queued),
+            queue.w_en.eq(s1_valid),
+            self.issue.valid.eq(queue.r_rdy),
+            self.issue.payload.eq(queue.r_data),
+            queue.r_en.eq(self.issue.ready),
+        ]
+
+        status = self.status
+        with m.If(trigger_fire & ~known & ~status.err_unprogrammed):
+            m.d.sync += [status.err_unprogrammed.eq(1), status.err_unprogrammed_index.eq(trig.dma_cmd)]
+        with m.If(prog_bad & ~status.err_bad_descriptor):
+            m.d.sync += [status.err_bad_descriptor.eq(1), status.err_bad_descriptor_index.eq(prog.index)]
+        with m.If(trigger_fire):
+            m.d.sync += status.triggers.eq(status.triggers + 1)
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += status.issued.eq(status.issued + 1)
+        return m

@@ -1,0 +1,64 @@
+"""Port signatures shared by several blocks."""
+
+from __future__ import annotations
+
+from amaranth.hdl import unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["ReadPortSignature", "PulseSignature"]
+
+
+class ReadPortSignature(wiring.Signature):
+    """A synchronous memory read port with a fixed latency, seen from the reader.
+
+    In a cycle where ``en`` is high the port reads the word at ``addr``; the word appears on
+    ``data`` exactly ``latency`` cycles later (``latency = 1`` is an
+    :class:`amaranth.lib.memory.Memory` read port). Addresses count words (beats).
+
+    Members
+    -------
+    addr : ``Out(addr_width)``
+    en : ``Out(1)``
+    data : ``In(data_width)``
+    """
+
+    def __init__(self, *, addr_width: int, data_width: int):
+        self.addr_width = addr_width
+        self.data_width = data_width
+        super().__init__({
+            "addr": Out(unsigned(addr_width)),
+            "en": Out(1),
+            "data": In(unsigned(data_width)),
+        })
+
+    def __eq__(self, other):
+        return (type(other) is type(self) and other.addr_width == self.addr_width
+                and other.data_width == self.data_width)
+
+    def __repr__(self):
+        return f"ReadPortSignature(addr_width={self.addr_width}, data_width={self.data_width})"
+
+
+class PulseSignature(wiring.Signature):
+    """A one-cycle event with a payload, that the receiver cannot push back on.
+
+    Used for completion events (``done``), which a receiver only counts. Unlike an
+    ``always_ready`` stream it has no constant ``ready`` member, so it converts to Verilog.
+
+    Members
+    -------
+    valid : ``Out(1)``
+        High for one cycle per event.
+    payload : ``Out(payload_shape)``
+    """
+
+    def __init__(self, payload_shape):
+        self.payload_shape = payload_shape
+        super().__init__({"valid": Out(1), "payload": Out(payload_shape)})
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.payload_shape == self.payload_shape
+
+    def __repr__(self):
+        return f"PulseSignature({self.payload_shape!r})"
