@@ -1,3 +1,6 @@
+# amaranth: UnusedElaboratable=no
+# (Sub-blocks are built in __init__ so that their timing properties are readable before
+#  elaboration; they are elaborated with the parent, whose own warning stays on.)
 """Track & trigger: the tracker table driving the DMA path, the first half of T3."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from amaranth.lib import data
 
-__all__ = ["pack", "unpack"]
+__all__ = ["pack", "unpack", "field_diff"]
 
 
 def _is_struct(shape) -> bool:
@@ -38,3 +38,19 @@ def unpack(layout: data.StructLayout, value: int) -> dict:
         raw = (value >> field.offset) & ((1 << field.width) - 1)
         fields[name] = unpack(field.shape, raw) if _is_struct(field.shape) else raw
     return fields
+
+
+def _flatten(fields: dict, prefix: str = "") -> dict:
+    flat = {}
+    for name, value in fields.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{name}."))
+        else:
+            flat[prefix + name] = value
+    return flat
+
+
+def field_diff(layout: data.StructLayout, got: int, expected: int) -> str:
+    """Name the fields in which two packed values differ: ``"a.b: 1 != 2, c: 0 != 1"``."""
+    g, e = _flatten(unpack(layout, got)), _flatten(unpack(layout, expected))
+    return ", ".join(f"{k}: {g[k]} != {e[k]}" for k in g if g[k] != e[k])

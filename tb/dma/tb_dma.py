@@ -15,7 +15,7 @@ import cocotb
 from rtl.dma_path import DmaPath
 from tb.common.lockstep import LockstepTB
 from tb.common.memory import BenchMemory, ReadPortResponder
-from tb.common.packing import pack, unpack
+from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
@@ -55,7 +55,7 @@ class DmaChecks:
         sb.check(cycle, "egress.valid", valid, engine_out.egress_valid)
         if valid and engine_out.egress_valid:
             sb.check(cycle, "egress.payload", raw, pack(self.spec.engine.packet_layout, engine_out.egress),
-                     explain=lambda g, e: _diff(self.spec.engine.packet_layout, g, e))
+                     explain=lambda g, e: field_diff(self.spec.engine.packet_layout, g, e))
         if valid and self.egress_sink.current_ready:
             self.egress_beats.append(self.egress_sink.record(raw))
             self.egress_cycles.append(cycle)
@@ -148,7 +148,7 @@ class TB(LockstepTB, DmaChecks):
         layout = self.spec.status_layout
         sb.check(cycle, "status", int(dut.status.value),
                  pack(layout, {"table": table_out.status, "engine": engine_out.status}),
-                 explain=lambda g, e: _diff(layout, g, e))
+                 explain=lambda g, e: field_diff(layout, g, e))
 
         program, program_taken = self.program_src.handshake()
         trigger, trigger_taken = self.trigger_src.handshake()
@@ -178,10 +178,6 @@ class TB(LockstepTB, DmaChecks):
                          commands=len(self.done_seen))
         self.scoreboard.assert_clean()
 
-
-def _diff(layout, got: int, expected: int) -> str:
-    g, e = unpack(layout, got), unpack(layout, expected)
-    return ", ".join(f"{k}: {g[k]} != {e[k]}" for k in g if g[k] != e[k])
 
 
 # -- random triggers crossed with the idle/back-pressure matrix -------------------------------
