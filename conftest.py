@@ -1,10 +1,26 @@
-"""Repository-wide pytest configuration: print the base seed of the randomised tests."""
+"""Repository-wide pytest configuration.
+
+* Prints the base seed of every randomised test (cocotb benches and hypothesis) in the
+  header; ``SEED=<n>`` replays a whole run.
+* Prints the cycle counts of the cocotb benches at the end.
+"""
+
+import pytest
 
 from tb.common.seeds import base_seed
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    # Hypothesis draws from the same base seed unless --hypothesis-seed was given.
+    if config.getoption("hypothesis_seed", None) is None:
+        from hypothesis import core
+
+        core.global_force_seed = base_seed()
+
+
 def pytest_report_header(config):
-    return f"randomised tests: SEED={base_seed()} (set SEED=<n> to replay)"
+    return f"randomised tests: SEED={base_seed()} (set SEED=<n> to replay, cocotb and hypothesis alike)"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
