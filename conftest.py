@@ -24,11 +24,11 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from tb.common.runner import SESSION_STATS
+    from tb.common.stats import SESSION_STATS
 
     if not SESSION_STATS:
         return
-    terminalreporter.section("cocotb benches (lock-step against the golden models)")
+    terminalreporter.section("simulated figures (cocotb benches lock-step against golden models; fp vectors)")
     for block, totals in sorted(SESSION_STATS.items()):
         figures = ", ".join(f"{k}={v:,}" for k, v in totals.items())
         terminalreporter.write_line(f"{block}: {figures}")

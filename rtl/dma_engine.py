@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from .dma_table import DmaOp, command_layout
 from .params import check_int
-from .ports import PulseSignature, ReadPortSignature
+from .ports import ReadPortSignature, ValidSignature
 
 __all__ = ["packet_layout", "DmaEngine"]
 
@@ -90,7 +90,7 @@ class DmaEngine(wiring.Component):
             "mem_read": Out(ReadPortSignature(addr_width=addr_width, data_width=data_width)),
             "egress": Out(stream.Signature(self.packet_layout)),
             # A completion pulse: the receiver counts it and cannot push back.
-            "done": Out(PulseSignature(self.done_layout)),
+            "done": Out(ValidSignature(self.done_layout)),
             "status": Out(self.status_layout),
         })
 

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from .dma_engine import DmaEngine
 from .dma_table import DmaCommandTable
-from .ports import PulseSignature, ReadPortSignature
+from .ports import ReadPortSignature, ValidSignature
 
 __all__ = ["DmaPath"]
 
@@ -55,7 +55,7 @@ class DmaPath(wiring.Component):
             "trigger": In(stream.Signature(self.table.trigger_layout)),
             "mem_read": Out(ReadPortSignature(addr_width=addr_width, data_width=data_width)),
             "egress": Out(stream.Signature(self.engine.packet_layout)),
-            "done": Out(PulseSignature(self.engine.done_layout)),
+            "done": Out(ValidSignature(self.engine.done_layout)),
             "status": Out(self.status_layout),
         })
 

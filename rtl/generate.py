@@ -20,6 +20,7 @@ from amaranth.lib import wiring
 from .dma_engine import DmaEngine
 from .dma_path import DmaPath
 from .dma_table import DmaCommandTable
+from .fp_add import FpAdder
 from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
@@ -40,6 +41,9 @@ BLOCKS: dict[str, Block] = {
     b.name: b
     for b in [
         Block("tracker_table", TrackerTable, {}, "T3 tracker table (256 entries)"),
+        Block("fp_adder", FpAdder, {}, "IEEE-754 binary16 adder, latency 1"),
+        Block("fp_adder_bf16", FpAdder, {"format": "bfloat16"}, "bfloat16 adder, latency 1"),
+        Block("fp_adder_fp32", FpAdder, {"format": "binary32"}, "binary32 adder, latency 1"),
         Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),
         Block("dma_engine", DmaEngine, {}, "DMA engine, 256-bit beats, read latency 1"),
         Block("dma_path", DmaPath, {}, "command table -> DMA engine"),

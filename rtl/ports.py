@@ -6,7 +6,7 @@ from amaranth.hdl import unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ReadPortSignature", "PulseSignature"]
+__all__ = ["ReadPortSignature", "ValidSignature"]
 
 
 class ReadPortSignature(wiring.Signature):
@@ -40,16 +40,17 @@ class ReadPortSignature(wiring.Signature):
         return f"ReadPortSignature(addr_width={self.addr_width}, data_width={self.data_width})"
 
 
-class PulseSignature(wiring.Signature):
-    """A one-cycle event with a payload, that the receiver cannot push back on.
+class ValidSignature(wiring.Signature):
+    """A payload qualified by ``valid``, without back-pressure.
 
-    Used for completion events (``done``), which a receiver only counts. Unlike an
-    ``always_ready`` stream it has no constant ``ready`` member, so it converts to Verilog.
+    Used for completion events (``done``), which a receiver only counts, and for pipelines
+    that never stall (the floating-point adder). Unlike an ``always_ready`` stream it has no
+    constant ``ready`` member, so it converts to Verilog as a top-level port.
 
     Members
     -------
     valid : ``Out(1)``
-        High for one cycle per event.
+        High in each cycle that carries a payload.
     payload : ``Out(payload_shape)``
     """
 
@@ -61,4 +62,4 @@ class PulseSignature(wiring.Signature):
         return type(other) is type(self) and other.payload_shape == self.payload_shape
 
     def __repr__(self):
-        return f"PulseSignature({self.payload_shape!r})"
+        return f"ValidSignature({self.payload_shape!r})"

@@ -10,7 +10,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .dma_path import DmaPath
-from .ports import PulseSignature, ReadPortSignature
+from .ports import ReadPortSignature, ValidSignature
 from .tracker import TrackerTable
 
 __all__ = ["TrackAndTrigger"]
@@ -56,7 +56,7 @@ class TrackAndTrigger(wiring.Component):
             "program": In(stream.Signature(self.dma.table.program_layout)),
             "mem_read": Out(ReadPortSignature(addr_width=addr_width, data_width=data_width)),
             "egress": Out(stream.Signature(self.dma.engine.packet_layout)),
-            "done": Out(PulseSignature(self.dma.engine.done_layout)),
+            "done": Out(ValidSignature(self.dma.engine.done_layout)),
             "status": Out(self.status_layout),
         })
 

@@ -27,16 +27,13 @@ from rtl.generate import write_verilog
 
 from .lockstep import STATS_ENV
 from .seeds import base_seed, derive_seed
+from .stats import add_stats
 
-__all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV", "SESSION_STATS"]
+__all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Environment variable carrying the bench's parameter set (JSON) into the simulator.
 PARAMS_ENV = "T3_BENCH_PARAMS"
-
-
-#: block -> summed figures of the cocotb tests run in this pytest session.
-SESSION_STATS: dict[str, dict[str, int]] = {}
 
 
 def _waves() -> bool:
@@ -114,10 +111,7 @@ class CocotbBench:
         assert tests == 1, f"cocotb ran {tests} tests for testcase {testcase!r}, expected 1"
         assert failed == 0, f"cocotb testcase {testcase!r} failed; {replay}"
         assert stats_file.exists(), f"cocotb testcase {testcase!r} wrote no stats (no final check?)"
-        totals = SESSION_STATS.setdefault(self.block, {"tests": 0})
-        totals["tests"] += 1
-        for key, value in json.loads(stats_file.read_text()).items():
-            totals[key] = totals.get(key, 0) + value
+        add_stats(self.block, tests=1, **json.loads(stats_file.read_text()))
 
 
 def bench_params() -> dict:
