@@ -7,9 +7,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from .dma_table import DmaOp, command_layout
+from .dma_table import command_layout
 from .params import check_int
-from .ports import ReadPortSignature, ValidSignature
+from .ports import ReadPortSignature, ValidSignature, WriteOp
 
 __all__ = ["packet_layout", "DmaEngine"]
 
@@ -21,7 +21,7 @@ def packet_layout(*, port_width: int, addr_width: int, data_width: int) -> data.
     return data.StructLayout({
         "dst_port": unsigned(port_width),
         "dst_addr": unsigned(addr_width),
-        "op": DmaOp,
+        "op": WriteOp,
         "last": 1,
         "data": unsigned(data_width),
     })
@@ -129,12 +129,12 @@ class DmaEngine(wiring.Component):
         dst = Signal(self._addr_width)
         left = Signal(self._max_beats.bit_length())
         port = Signal(self._port_width)
-        op = Signal(DmaOp)
+        op = Signal(WriteOp)
         cmd_index = Signal(self._dma_cmd_width)
 
         # Per-read metadata travels beside the memory pipeline and meets the data at its end.
         meta_layout = data.StructLayout({"valid": 1, "dst_addr": unsigned(self._addr_width),
-                                         "dst_port": unsigned(self._port_width), "op": DmaOp,
+                                         "dst_port": unsigned(self._port_width), "op": WriteOp,
                                          "last": 1, "dma_cmd": unsigned(self._dma_cmd_width)})
         stages = [Signal(meta_layout, name=f"read_stage{i}") for i in range(latency)]
         in_flight = sum(stage.valid for stage in stages)

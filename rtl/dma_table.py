@@ -10,25 +10,17 @@ from __future__ import annotations
 from fractions import Fraction
 
 from amaranth.hdl import Module, Signal, unsigned
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .params import check_int, check_power_of_two
+from .ports import WriteOp
 
-__all__ = ["DmaOp", "descriptor_layout", "command_layout", "DmaCommandTable"]
+__all__ = ["descriptor_layout", "command_layout", "DmaCommandTable"]
 
 STATUS_COUNTER_WIDTH = 32
-
-
-class DmaOp(enum.Enum, shape=1):
-    """What the receiving memory does with a forwarded beat."""
-
-    #: Overwrite the destination word.
-    STORE = 0
-    #: Add the beat to the destination word (near-memory reduction).
-    UPDATE = 1
 
 
 def descriptor_layout(*, addr_width: int, max_beats: int, port_width: int) -> data.StructLayout:
@@ -38,7 +30,7 @@ def descriptor_layout(*, addr_width: int, max_beats: int, port_width: int) -> da
         "dst_addr": unsigned(addr_width),
         "beats": unsigned(max_beats.bit_length()),
         "dst_port": unsigned(port_width),
-        "op": DmaOp,
+        "op": WriteOp,
     })
 
 

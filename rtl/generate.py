@@ -21,6 +21,7 @@ from .dma_engine import DmaEngine
 from .dma_path import DmaPath
 from .dma_table import DmaCommandTable
 from .fp_add import FpAdder
+from .nmc import NearMemoryReducer
 from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
@@ -44,6 +45,8 @@ BLOCKS: dict[str, Block] = {
         Block("fp_adder", FpAdder, {}, "IEEE-754 binary16 adder, latency 1"),
         Block("fp_adder_bf16", FpAdder, {"format": "bfloat16"}, "bfloat16 adder, latency 1"),
         Block("fp_adder_fp32", FpAdder, {"format": "binary32"}, "binary32 adder, latency 1"),
+        Block("near_memory_reducer", NearMemoryReducer, {},
+              "near-memory reducer: 1024 x 256-bit bank, 16 x binary16 lanes"),
         Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),
         Block("dma_engine", DmaEngine, {}, "DMA engine, 256-bit beats, read latency 1"),
         Block("dma_path", DmaPath, {}, "command table -> DMA engine"),

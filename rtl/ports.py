@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from amaranth.hdl import unsigned
-from amaranth.lib import wiring
+from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ReadPortSignature", "ValidSignature"]
+__all__ = ["WriteOp", "ReadPortSignature", "ValidSignature"]
+
+
+class WriteOp(enum.Enum, shape=1):
+    """What a memory does with a written beat (a DMA packet or a reducer request)."""
+
+    #: Overwrite the destination word.
+    STORE = 0
+    #: Add the beat to the destination word (near-memory reduction).
+    UPDATE = 1
 
 
 class ReadPortSignature(wiring.Signature):

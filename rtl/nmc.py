@@ -1,0 +1,167 @@
+"""Near-memory reducer: a memory bank whose writes may be atomic read-add-writes ("updates").
+
+In T3 the reduce-scatter's reduction happens in memory: a write tagged *update* adds its
+beat to the stored beat, lane by lane, without any GPU core reading the partial sums.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .fp_add import fp_add_datapath
+from .fp_format import FloatFormat, float_format
+from .params import check_power_of_two
+from .ports import ReadPortSignature, WriteOp
+
+__all__ = ["NearMemoryReducer"]
+
+STATUS_COUNTER_WIDTH = 32
+
+
+class NearMemoryReducer(wiring.Component):
+    """One memory bank behind a store/update request port and a read port.
+
+    A request ``{addr, op, data}`` carries one beat of ``lanes`` floating-point values.
+    ``STORE`` writes the beat; ``UPDATE`` reads the stored beat, adds the request's beat lane
+    by lane (IEEE-754, round to nearest even, see :class:`~rtl.fp_add.FpAdder`) and writes
+    the sum back. Requests take effect in order, as if one at a time. The bank starts at +0.
+
+    Pipeline: the bank is read in the request's cycle; one cycle later the operand is taken
+    from the bank or, if the previous request wrote the same address and has not yet
+    written back, forwarded from that request's result, and added; the next cycle writes
+    back. Because the add and the forwarding close in one cycle, back-to-back updates to one
+    address never stall: ``request.ready`` is always high.
+
+    Timing
+    ------
+    * :attr:`requests_per_cycle` = 1, whatever the address pattern.
+    * :attr:`write_latency` = 2: a request accepted in cycle *c* is visible to a ``read``
+      issued in cycle *c + 2* or later (reads are transparent to the write-back).
+    * :attr:`read_latency` = 1: ``read.data`` holds the word one cycle after ``read.en``.
+
+    Parameters
+    ----------
+    format : str
+        ``"binary16"``, ``"bfloat16"`` or ``"binary32"``.
+    beat_width : int
+        Bits of a beat, a multiple of the format's width, 16..1024; 256 bits hold 16
+        binary16 / bfloat16 lanes or 8 binary32 lanes.
+    depth : int
+        Beats in the bank, a power of two in 2..65536; addresses have ``log2(depth)`` bits.
+
+    Members
+    -------
+    request : ``In(stream.Signature({addr, op, data}))``
+    read : ``In(ReadPortSignature(addr_width, beat_width))``
+        Read port for the DMA engine and for tests.
+    status : ``Out({stores, updates})``
+        Wrapping counters of accepted requests.
+    """
+
+    def __init__(self, *, format: str = "binary16", beat_width: int = 256, depth: int = 1024):  # noqa: A002
+        self._fmt: FloatFormat = float_format(format)
+        width = self._fmt.width
+        if (not isinstance(beat_width, int) or isinstance(beat_width, bool)):
+            raise TypeError(f"beat_width must be an integer, not {beat_width!r}")
+        if not (16 <= beat_width <= 1024 and beat_width % width == 0):
+            raise ValueError(f"beat_width must be a multiple of {width} between 16 and 1024, not {beat_width}")
+        self._beat_width = beat_width
+        self._depth = check_power_of_two("depth", depth, 2, 65536)
+        self._addr_width = (depth - 1).bit_length()
+
+        self.request_layout = data.StructLayout({
+            "addr": unsigned(self._addr_width),
+            "op": WriteOp,
+            "data": unsigned(beat_width),
+        })
+        self.status_layout = data.StructLayout({
+            "stores": unsigned(STATUS_COUNTER_WIDTH),
+            "updates": unsigned(STATUS_COUNTER_WIDTH),
+        })
+        super().__init__({
+            "request": In(stream.Signature(self.request_layout)),
+            "read": In(ReadPortSignature(addr_width=self._addr_width, data_width=beat_width)),
+            "status": Out(self.status_layout),
+        })
+
+    format = property(lambda self: self._fmt, doc="The lanes' floating-point format.")
+    beat_width = property(lambda self: self._beat_width, doc="Bits of a beat.")
+    depth = property(lambda self: self._depth, doc="Beats in the bank.")
+    addr_width = property(lambda self: self._addr_width, doc="Bits of a beat address.")
+
+    @property
+    def lanes(self) -> int:
+        """Values per beat."""
+        return self._beat_width // self._fmt.width
+
+    @property
+    def requests_per_cycle(self) -> int:
+        """Requests accepted per cycle, for any mix and any address pattern."""
+        return 1
+
+    @property
+    def write_latency(self) -> int:
+        """Cycles from a request's acceptance to the first read that sees it."""
+        return 2
+
+    @property
+    def read_latency(self) -> int:
+        """Cycles from ``read.en`` to ``read.data``."""
+        return 1
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, lane_width = self._fmt, self._fmt.width
+        m.submodules.bank = bank = Memory(shape=unsigned(self._beat_width), depth=self._depth, init=[])
+        write = bank.write_port()
+        operand_read = bank.read_port(transparent_for=(write,))
+        external_read = bank.read_port(transparent_for=(write,))
+
+        m.d.comb += [
+            external_read.addr.eq(self.read.addr),
+            external_read.en.eq(self.read.en),
+            self.read.data.eq(external_read.data),
+        ]
+
+        request = self.request.payload
+        accepted = self.request.valid  # always ready
+        m.d.comb += [self.request.ready.eq(1), operand_read.addr.eq(request.addr)]
+
+        # Stage 1: operand selection and add.
+        s1_valid = Signal()
+        s1_addr = Signal(self._addr_width)
+        s1_op = Signal(WriteOp)
+        s1_data = Signal(self._beat_width)
+        m.d.sync += [s1_valid.eq(accepted), s1_addr.eq(request.addr), s1_op.eq(request.op),
+                     s1_data.eq(request.data)]
+
+        # Stage 2: write-back.
+        s2_valid = Signal()
+        s2_addr = Signal(self._addr_width)
+        s2_result = Signal(self._beat_width)
+
+        # The bank read in stage 0 already saw the write-back of two requests ago
+        # (transparent port); only the previous request can be in flight.
+        forward = s2_valid & (s2_addr == s1_addr)
+        stored = Signal(self._beat_width)
+        m.d.comb += stored.eq(Mux(forward, s2_result, operand_read.data))
+
+        lane_sums = []
+        for lane in range(self.lanes):
+            bits = slice(lane * lane_width, (lane + 1) * lane_width)
+            total, _ = fp_add_datapath(m, fmt, stored[bits], s1_data[bits], s1_valid,
+                                       registers_after=(False, False))
+            lane_sums.append(total)
+        result = Mux(s1_op == WriteOp.UPDATE, Cat(*lane_sums), s1_data)
+        m.d.sync += [s2_valid.eq(s1_valid), s2_addr.eq(s1_addr), s2_result.eq(result)]
+        m.d.comb += [write.addr.eq(s2_addr), write.data.eq(s2_result), write.en.eq(s2_valid)]
+
+        status = self.status
+        with m.If(accepted & (request.op == WriteOp.STORE)):
+            m.d.sync += status.stores.eq(status.stores + 1)
+        with m.If(accepted & (request.op == WriteOp.UPDATE)):
+            m.d.sync += status.updates.eq(status.updates + 1)
+        return m

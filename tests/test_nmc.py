@@ -1,0 +1,109 @@
+# amaranth: UnusedElaboratable=no
+"""NearMemoryReducer: constructor checks, then Amaranth-simulator runs against the golden model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rtl.nmc import NearMemoryReducer
+from tb.common.packing import pack, unpack
+from tb.fp_add.golden import mismatches as lane_mismatches
+from tb.nmc.model import SPEC_WRITE_LATENCY, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat
+
+
+def test_init():
+    r = NearMemoryReducer()
+    assert (r.format.name, r.beat_width, r.depth, r.addr_width, r.lanes) == ("binary16", 256, 1024, 10, 16)
+    assert NearMemoryReducer(format="binary32").lanes == 8
+    assert r.requests_per_cycle == 1 and r.write_latency == SPEC_WRITE_LATENCY == 2 and r.read_latency == 1
+    assert set(r.signature.members) == {"request", "read", "status"}
+
+
+def test_init_wrong_format():
+    with pytest.raises(ValueError, match=r"^format must be one of 'binary16', 'bfloat16', 'binary32', not 'int8'$"):
+        NearMemoryReducer(format="int8")
+
+
+@pytest.mark.parametrize(("fmt", "beat_width", "unit"), [("binary16", 8, 16), ("binary32", 48, 32),
+                                                         ("binary16", 2048, 16)])
+def test_init_wrong_beat_width(fmt, beat_width, unit):
+    with pytest.raises(ValueError, match=rf"^beat_width must be a multiple of {unit} between 16 and 1024, "
+                                         rf"not {beat_width}$"):
+        NearMemoryReducer(format=fmt, beat_width=beat_width)
+
+
+@pytest.mark.parametrize("depth", [1, 3, 131072])
+def test_init_wrong_depth(depth):
+    with pytest.raises(ValueError, match=rf"^depth must be a power of two between 2 and 65536, not {depth}$"):
+        NearMemoryReducer(depth=depth)
+
+
+def test_lane_packing_round_trip():
+    lanes = np.array([0x3C00, 0x8001, 0x7E00], dtype=np.uint16)
+    beat = lanes_to_beat(lanes)
+    assert beat == 0x7E00_8001_3C00
+    assert list(beat_to_lanes(beat, np.uint16, 3)) == list(lanes)
+
+
+def run_reducer(params: dict, stimulus: list[tuple]) -> NearMemoryReducerModel:
+    """stimulus: (request (addr, op, lanes) or None, read addr or None) per cycle."""
+    dut = NearMemoryReducer(**params)
+    model = NearMemoryReducerModel(format=dut.format.name, lanes=dut.lanes, depth=dut.depth)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    mismatches = []
+
+    async def bench(ctx):
+        for cycle, (request, read_addr) in enumerate(stimulus + [(None, None)] * 3):
+            req = None
+            if request is not None:
+                addr, op, lanes = request
+                req = (addr, op, lanes_to_beat(np.array(lanes, dtype=np.uint16)))
+                ctx.set(dut.request.payload.as_value(),
+                        pack(dut.request_layout, {"addr": addr, "op": op, "data": req[2]}))
+            ctx.set(dut.request.valid, request is not None)
+            ctx.set(dut.read.en, read_addr is not None)
+            ctx.set(dut.read.addr, read_addr or 0)
+            exp = model.outputs()
+            if ctx.get(dut.request.ready) != exp.request_ready:
+                mismatches.append((cycle, "ready"))
+            if exp.read_data is not None:
+                got = beat_to_lanes(ctx.get(dut.read.data), np.uint16, dut.lanes)
+                want = beat_to_lanes(exp.read_data, np.uint16, dut.lanes)
+                if len(lane_mismatches("binary16", got, want)):  # any NaN matches any NaN
+                    mismatches.append((cycle, "read", got, want))
+            if unpack(dut.status_layout, ctx.get(dut.status.as_value())) != exp.status:
+                mismatches.append((cycle, "status"))
+            model.step(request=req, read_addr=read_addr)
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert not mismatches, f"first mismatch: {mismatches[0]}"
+    return model
+
+
+SMALL = {"format": "binary16", "beat_width": 32, "depth": 4}
+ONE, TWO, THREE = 0x3C00, 0x4000, 0x4200
+
+
+def test_sim_back_to_back_updates_forward():
+    stimulus = [((1, 0, [ONE, TWO]), None), ((1, 1, [ONE, ONE]), None), ((1, 1, [ONE, 0]), 1), (None, 1),
+                (None, 1), (None, 1)]
+    model = run_reducer(SMALL, stimulus)
+    assert list(model.logical[1]) == [THREE, THREE]
+
+
+half_st = st.integers(0, 0xFFFF) | st.sampled_from([0, 0x8000, 0x3C00, 0xBC00, 0x7C00, 0xFC00, 0x7E00, 0x0001])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.none() | st.tuples(st.integers(0, 3), st.integers(0, 1), st.lists(half_st, min_size=2,
+                                                                                               max_size=2)),
+                          st.none() | st.integers(0, 3)), min_size=1, max_size=40))
+def test_sim_random_against_model(stimulus):
+    run_reducer(SMALL, stimulus)
