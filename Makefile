@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test verilog clean distclean iverilog venv
+.PHONY: help test report sweep verilog clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -41,6 +41,12 @@ iverilog: ## Install Icarus Verilog with apt-get if it is missing
 
 test: $(STAMP) iverilog ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
 	$(PY) -m pytest
+
+report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/PNG in sim_results/
+	$(PY) -m system_model report --preset t3-paper --out sim_results
+
+sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep_t3-paper.csv)
+	$(PY) -m system_model sweep --preset t3-paper --out sim_results
 
 verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
 	$(PY) -m rtl.generate --out build/verilog

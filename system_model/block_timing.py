@@ -1,0 +1,91 @@
+# amaranth: UnusedElaboratable=no
+# (The RTL components are built only to read their documented timing properties.)
+"""Timing of the verified T3 blocks, in memory-controller cycles.
+
+Read from ``sim_results/rtl_timing.json`` (written by ``make characterize``) when it
+exists, otherwise from the read-only timing properties of the ``rtl/`` components. Nothing
+is copied by hand; :attr:`BlockTiming.source` says which source was used.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BlockTiming", "load_block_timing", "RTL_TIMING_JSON"]
+
+RTL_TIMING_JSON = Path(__file__).resolve().parents[1] / "sim_results" / "rtl_timing.json"
+
+
+@dataclass(frozen=True)
+class BlockTiming:
+    """Cycle counts of the tracker, the DMA path and the near-memory reducer.
+
+    Attributes
+    ----------
+    trigger_cycles : int
+        Tracker: a tile's last write to its trigger.
+    dma_issue_cycles : int
+        DMA path: trigger to the first beat on the link.
+    reducer_requests_per_cycle : float
+        Near-memory reducer: update requests per cycle per channel.
+    reducer_write_cycles : int
+        Near-memory reducer: acceptance to visibility of an update.
+    reducer_beat_bytes : int
+        Bytes one reducer request carries.
+    source : str
+        Where the numbers came from.
+    """
+
+    trigger_cycles: int
+    dma_issue_cycles: int
+    reducer_requests_per_cycle: float
+    reducer_write_cycles: int
+    reducer_beat_bytes: int
+    source: str
+
+    def trigger_to_link_s(self, mc_clock_GHz: float) -> float:
+        """Seconds from a tile's last write to its first beat on the link."""
+        return (self.trigger_cycles + self.dma_issue_cycles) / (mc_clock_GHz * 1e9)
+
+    def reducer_write_s(self, mc_clock_GHz: float) -> float:
+        return self.reducer_write_cycles / (mc_clock_GHz * 1e9)
+
+    def reducer_bytes_per_s(self, mc_clock_GHz: float, channels: int) -> float:
+        """Update bandwidth of all channels' reducers together."""
+        return self.reducer_requests_per_cycle * self.reducer_beat_bytes * mc_clock_GHz * 1e9 * channels
+
+
+@functools.cache
+def _from_properties() -> BlockTiming:
+    from rtl.dma_path import DmaPath
+    from rtl.nmc import NearMemoryReducer
+    from rtl.tracker import TrackerTable
+
+    tracker, dma, reducer = TrackerTable(), DmaPath(), NearMemoryReducer()
+    return BlockTiming(
+        trigger_cycles=tracker.trigger_latency,
+        dma_issue_cycles=dma.issue_latency,
+        reducer_requests_per_cycle=float(reducer.requests_per_cycle),
+        reducer_write_cycles=reducer.write_latency,
+        reducer_beat_bytes=reducer.beat_width // 8,
+        source="rtl/ component properties (TrackerTable, DmaPath, NearMemoryReducer defaults)",
+    )
+
+
+def load_block_timing(path: Path | None = RTL_TIMING_JSON) -> BlockTiming:
+    """Measured timing from ``path`` if it exists, else the components' properties."""
+    if path is not None and Path(path).exists():
+        data = json.loads(Path(path).read_text())
+        figures = data["figures"]
+        return BlockTiming(
+            trigger_cycles=int(figures["tracker_trigger_latency"]["value"]),
+            dma_issue_cycles=int(figures["dma_issue_latency"]["value"]),
+            reducer_requests_per_cycle=float(figures["reducer_updates_per_cycle_random"]["value"]),
+            reducer_write_cycles=int(figures["reducer_write_latency"]["value"]),
+            reducer_beat_bytes=int(figures["reducer_beat_bytes"]["value"]),
+            source=f"{Path(path).name} (measured in RTL simulation)",
+        )
+    return _from_properties()

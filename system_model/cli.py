@@ -1,0 +1,151 @@
+"""Command line: ``python -m system_model [report|sweep] ...``.
+
+Errors in options or configuration print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+from . import build_config
+from .hardware import PRESETS
+from .models import MODELS, PHASES
+from .report import format_table, write_outputs
+from .schemes import SCHEMES, evaluate
+from .study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise SystemExit(_fail(f"{self.prog}: {message}"))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _csv_list(kind):
+    def parse(text: str):
+        try:
+            return [kind(x) for x in text.split(",") if x]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, not {text!r}")
+    return parse
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="t3-paper", choices=list(PRESETS),
+                   help="hardware preset (default: %(default)s)")
+    p.add_argument("--models", type=_csv_list(str), default=None,
+                   help=f"comma-separated models (default: all of {', '.join(MODELS)})")
+    p.add_argument("--tp", type=_csv_list(int), default=None,
+                   help="comma-separated tensor-parallel degrees (default: the paper's per model: "
+                        + ", ".join(f"{m} {'/'.join(map(str, t))}" for m, t in PAPER_TP.items()) + ")")
+    p.add_argument("--phase", choices=[*PHASES, "all"], default="all",
+                   help="training (OP, FC-2, FC-1, IP), prefill (OP, FC-2) or all (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    p.add_argument("--rtl-timing", type=Path, default=None,
+                   help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
+                        "if present, else the rtl/ components' properties)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m system_model",
+                     description="T3 sublayer study: speedup and DRAM traffic of sequential, ideal overlap, "
+                                 "ideal RS+NMC, T3, T3-MCA and CU-sharing for Transformer sublayers.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    report = sub.add_parser("report", help="run the study and write tables and plots (the default command)")
+    _add_common(report)
+    report.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    sweep = sub.add_parser("sweep", help="vary link bandwidth, HBM bandwidth and TP; write a CSV")
+    _add_common(sweep)
+    sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=[75, 150, 300, 600],
+                       help="link bandwidths (bidirectional, GB/s) (default: 75,150,300,600)")
+    sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=[500, 1000, 2000, 4000],
+                       help="HBM bandwidths (GB/s) (default: 500,1000,2000,4000)")
+    sweep.set_defaults(tp=None)
+    return parser
+
+
+def _points(args):
+    phases = list(PHASES) if args.phase == "all" else [args.phase]
+    return study_points(args.models, args.tp, phases)
+
+
+def _report(args) -> int:
+    cfg = build_config(args.preset, rtl_timing=args.rtl_timing)
+    results = run_study(cfg, _points(args))
+    summaries = {n: s for n in [*HEADLINE_SETS, "all"] if (s := summarise(results, n))}
+    print(f"preset {cfg.system.name}: {cfg.system.source}")
+    print(f"block timing: {cfg.block.source}")
+    print(format_table(results, summaries))
+    for path in write_outputs(results, cfg, args.out, plots=not args.no_plots):
+        print(f"wrote {path}")
+    return 0
+
+
+def _progress(done: int, total: int, started: float) -> None:
+    width = 30
+    filled = width * done // total
+    rate = done / max(time.perf_counter() - started, 1e-9)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configurations, {rate:,.0f}/s",
+          end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def _sweep(args) -> int:
+    tps = args.tp or [4, 8, 16, 32]
+    models = args.models or list(MODELS)
+    phases = list(PHASES) if args.phase == "all" else [args.phase]
+    grid = [(link, hbm) for link in args.link_bw_GBps for hbm in args.hbm_GBps]
+    points = [p for p in study_points(models, tps, phases)
+              if _divides(p)]
+    total = len(grid) * len(points)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"sweep_{args.preset}.csv"
+    started = time.perf_counter()
+    done = 0
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["link_bw_GBps", "hbm_GBps", "model", "tp", "phase", "sublayer",
+                         *[f"speedup_{s}" for s in SCHEMES[1:]], "dram_cut_t3_mca"])
+        for link, hbm in grid:
+            cfg = build_config(args.preset, rtl_timing=args.rtl_timing, link_bw_GBps=link, hbm_GBps=hbm)
+            for r in run_study(cfg, points, timeline=False):
+                p = r.point
+                writer.writerow([link, hbm, p.model, p.tp, p.phase, p.sublayer,
+                                 *[f"{r.speedup(s):.4f}" for s in SCHEMES[1:]], f"{r.dram_cut('t3_mca'):.4f}"])
+            done += len(points)
+            _progress(done, total, started)
+    elapsed = time.perf_counter() - started
+    print(f"{total} configurations in {elapsed:.2f} s ({total / elapsed:,.0f}/s); wrote {path}")
+    return 0
+
+
+def _divides(p) -> bool:
+    from .models import sublayer_gemm
+
+    try:
+        sublayer_gemm(MODELS[p.model], p.sublayer, 1, p.tp)
+    except ValueError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in ("report", "sweep", "-h", "--help"):
+        argv = ["report", *argv]
+    try:
+        args = _parser().parse_args(argv)
+        return _sweep(args) if args.command == "sweep" else _report(args)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    except (ValueError, TypeError, FileNotFoundError, KeyError) as error:
+        return _fail(str(error))

@@ -1,0 +1,168 @@
+"""Hardware presets: GPU, memory and ring-link parameters, with their sources.
+
+Every field carries its unit in its name. ``t3-paper`` is the GPU the T3 paper simulates
+(80 CUs, 1.4 GHz, 16 MB L2, 1 TB/s HBM2; ring links of 150 GB/s bidirectional and 500 ns).
+Where the paper gives no number the field says what was chosen and why (see also the
+calibration table in the README).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .units import check_int_range, check_positive, check_range
+
+__all__ = ["GpuConfig", "LinkConfig", "SystemConfig", "PRESETS", "preset"]
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    """One GPU.
+
+    Attributes
+    ----------
+    cus : int
+        Compute units (AMD CUs / NVIDIA SMs).
+    clock_GHz : float
+        Shader clock.
+    fp16_flops_per_cycle_per_cu : int
+        Dense fp16 matrix throughput per CU per cycle.
+    l2_MB : float
+        Last-level cache that GEMM operand panels can reuse.
+    hbm_GBps : float
+        Peak DRAM bandwidth.
+    hbm_efficiency : float
+        Fraction of the peak that streaming traffic achieves (row misses, refresh, turnarounds).
+    mc_clock_GHz : float
+        Memory-controller clock: converts the RTL blocks' cycle counts to time.
+    hbm_channels : int
+        Independent memory channels, each with one tracker slice and near-memory reducer.
+    """
+
+    cus: int
+    clock_GHz: float
+    fp16_flops_per_cycle_per_cu: int
+    l2_MB: float
+    hbm_GBps: float
+    hbm_efficiency: float
+    mc_clock_GHz: float
+    hbm_channels: int
+
+    def __post_init__(self):
+        check_int_range("cus", self.cus, 1, 10_000)
+        check_positive("clock_GHz", self.clock_GHz)
+        check_int_range("fp16_flops_per_cycle_per_cu", self.fp16_flops_per_cycle_per_cu, 1, 1 << 20)
+        check_positive("l2_MB", self.l2_MB)
+        check_positive("hbm_GBps", self.hbm_GBps)
+        check_range("hbm_efficiency", self.hbm_efficiency, 0.05, 1.0)
+        check_positive("mc_clock_GHz", self.mc_clock_GHz)
+        check_int_range("hbm_channels", self.hbm_channels, 1, 1024)
+
+    @property
+    def peak_fp16_flops(self) -> float:
+        return self.cus * self.clock_GHz * 1e9 * self.fp16_flops_per_cycle_per_cu
+
+    @property
+    def dram_bytes_per_s(self) -> float:
+        """Achievable DRAM bandwidth."""
+        return self.hbm_GBps * 1e9 * self.hbm_efficiency
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """The ring's point-to-point links.
+
+    Attributes
+    ----------
+    link_bw_GBps : float
+        Bidirectional bandwidth of one link (as vendors and the paper quote it).
+    link_latency_ns : float
+        Latency of one hop.
+    ring_directions : int
+        1: a unidirectional ring uses half of ``link_bw_GBps``; 2: two counter-rotating
+        rings each carry half the data and use both directions.
+    """
+
+    link_bw_GBps: float
+    link_latency_ns: float
+    ring_directions: int = 1
+
+    def __post_init__(self):
+        check_positive("link_bw_GBps", self.link_bw_GBps)
+        check_range("link_latency_ns", self.link_latency_ns, 0, 1e6)
+        check_int_range("ring_directions", self.ring_directions, 1, 2)
+
+    @property
+    def ring_bytes_per_s(self) -> float:
+        """Bandwidth a ring collective sends with, per GPU."""
+        return self.link_bw_GBps * 1e9 / 2 * self.ring_directions
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    name: str
+    gpu: GpuConfig
+    link: LinkConfig
+    source: str = ""
+
+    def with_changes(self, **changes) -> SystemConfig:
+        """A copy with GPU or link fields changed by name (``hbm_GBps=...``, ``link_bw_GBps=...``)."""
+        gpu_fields = {k: v for k, v in changes.items() if k in GpuConfig.__dataclass_fields__}
+        link_fields = {k: v for k, v in changes.items() if k in LinkConfig.__dataclass_fields__}
+        unknown = set(changes) - set(gpu_fields) - set(link_fields)
+        if unknown:
+            raise ValueError(f"unknown hardware field(s): {', '.join(sorted(unknown))}")
+        return replace(self, gpu=replace(self.gpu, **gpu_fields), link=replace(self.link, **link_fields))
+
+
+PRESETS: dict[str, SystemConfig] = {
+    "t3-paper": SystemConfig(
+        "t3-paper",
+        GpuConfig(cus=80, clock_GHz=1.4,
+                  # Assumed CDNA2 matrix-core rate (MI210: 181 TFLOPS fp16 = 104 CU x 1.7 GHz x 1024).
+                  fp16_flops_per_cycle_per_cu=1024,
+                  l2_MB=16, hbm_GBps=1000,
+                  hbm_efficiency=0.85,  # assumed: typical achieved fraction of HBM2 peak
+                  mc_clock_GHz=1.0,     # HBM2 at 2 Gb/s/pin: 1 GHz controller clock
+                  hbm_channels=32),     # 4 HBM2 stacks x 8 channels
+        LinkConfig(link_bw_GBps=150, link_latency_ns=500),
+        "T3 paper (Pati et al., ASPLOS'24), simulated system",
+    ),
+    "mi210": SystemConfig(
+        "mi210",
+        GpuConfig(cus=104, clock_GHz=1.7, fp16_flops_per_cycle_per_cu=1024, l2_MB=8, hbm_GBps=1638,
+                  hbm_efficiency=0.85, mc_clock_GHz=1.6, hbm_channels=32),
+        LinkConfig(link_bw_GBps=100, link_latency_ns=500),
+        "AMD Instinct MI210 datasheet: 104 CU, 1.7 GHz, 181 TFLOPS fp16, 1.6 TB/s HBM2e, "
+        "Infinity Fabric 100 GB/s per link",
+    ),
+    "mi300x": SystemConfig(
+        "mi300x",
+        GpuConfig(cus=304, clock_GHz=2.1, fp16_flops_per_cycle_per_cu=2048, l2_MB=256, hbm_GBps=5300,
+                  hbm_efficiency=0.85, mc_clock_GHz=2.6, hbm_channels=128),
+        LinkConfig(link_bw_GBps=128, link_latency_ns=500),
+        "AMD Instinct MI300X datasheet: 304 CU, 2.1 GHz, 1307 TFLOPS dense fp16, 256 MB Infinity "
+        "Cache, 5.3 TB/s HBM3, Infinity Fabric 128 GB/s per link",
+    ),
+    "h100-sxm": SystemConfig(
+        "h100-sxm",
+        GpuConfig(cus=132, clock_GHz=1.83, fp16_flops_per_cycle_per_cu=4096, l2_MB=50, hbm_GBps=3350,
+                  hbm_efficiency=0.85, mc_clock_GHz=2.6, hbm_channels=80),
+        LinkConfig(link_bw_GBps=900, link_latency_ns=500),
+        "NVIDIA H100 SXM5 datasheet: 132 SM, 989 TFLOPS dense fp16, 50 MB L2, 3.35 TB/s HBM3, "
+        "NVLink 900 GB/s",
+    ),
+    "h200": SystemConfig(
+        "h200",
+        GpuConfig(cus=132, clock_GHz=1.83, fp16_flops_per_cycle_per_cu=4096, l2_MB=50, hbm_GBps=4800,
+                  hbm_efficiency=0.85, mc_clock_GHz=3.0, hbm_channels=96),
+        LinkConfig(link_bw_GBps=900, link_latency_ns=500),
+        "NVIDIA H200 SXM datasheet: H100 compute, 4.8 TB/s HBM3e, NVLink 900 GB/s",
+    ),
+}
+
+
+def preset(name: str) -> SystemConfig:
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {name!r}")
+    return PRESETS[name]
