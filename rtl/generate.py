@@ -17,6 +17,7 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
+from .arbiter import MemoryArbiter
 from .dma_engine import DmaEngine
 from .dma_path import DmaPath
 from .dma_table import DmaCommandTable
@@ -47,6 +48,8 @@ BLOCKS: dict[str, Block] = {
         Block("fp_adder_fp32", FpAdder, {"format": "binary32"}, "binary32 adder, latency 1"),
         Block("near_memory_reducer", NearMemoryReducer, {},
               "near-memory reducer: 1024 x 256-bit bank, 16 x binary16 lanes"),
+        Block("memory_arbiter", MemoryArbiter, {"payload_shape": 16},
+              "T3-MCA memory arbiter (16-bit payload for benches)"),
         Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),
         Block("dma_engine", DmaEngine, {}, "DMA engine, 256-bit beats, read latency 1"),
         Block("dma_path", DmaPath, {}, "command table -> DMA engine"),

@@ -15,7 +15,7 @@ from . import build_config
 from .hardware import PRESETS
 from .models import MODELS, PHASES
 from .report import format_table, write_outputs
-from .schemes import SCHEMES, evaluate
+from .schemes import SCHEMES
 from .study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
 
 __all__ = ["main"]

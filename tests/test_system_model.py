@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """System model: configuration checks, hand-computable formulas, invariants, paper validation."""
 
 from __future__ import annotations
