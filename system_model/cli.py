@@ -36,7 +36,8 @@ def _csv_list(kind):
         try:
             return [kind(x) for x in text.split(",") if x]
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, not {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {kind.__name__}, not {text!r}") from None
     return parse
 
 
