@@ -62,10 +62,16 @@ class DmaEngine(wiring.Component):
         Bits of a command index, 1..16.
     read_latency : int
         Cycles from a read's ``en`` to its ``data``, 1..8.
+    arbitrated_reads : bool
+        Give ``mem_read`` a ``ready`` input (see :class:`~rtl.ports.ReadPortSignature`), for a
+        memory shared through an arbiter; a read is issued when ``en`` and ``ready`` are
+        both high. The timing properties then hold while ``ready`` stays high.
     """
 
     def __init__(self, *, addr_width: int = 32, data_width: int = 256, max_beats: int = 256,
-                 port_width: int = 3, dma_cmd_width: int = 8, read_latency: int = 1):
+                 port_width: int = 3, dma_cmd_width: int = 8, read_latency: int = 1,
+                 arbitrated_reads: bool = False):
+        self._arbitrated = bool(arbitrated_reads)
         self._addr_width = check_int("addr_width", addr_width, 4, 48)
         self._data_width = check_int("data_width", data_width, 8, 1024)
         self._max_beats = check_int("max_beats", max_beats, 1, 65535)
@@ -87,7 +93,8 @@ class DmaEngine(wiring.Component):
         })
         super().__init__({
             "cmd": In(stream.Signature(self.command_layout)),
-            "mem_read": Out(ReadPortSignature(addr_width=addr_width, data_width=data_width)),
+            "mem_read": Out(ReadPortSignature(addr_width=addr_width, data_width=data_width,
+                                              arbitrated=self._arbitrated)),
             "egress": Out(stream.Signature(self.packet_layout)),
             # A completion pulse: the receiver counts it and cannot push back.
             "done": Out(ValidSignature(self.done_layout)),
@@ -139,13 +146,16 @@ class DmaEngine(wiring.Component):
         stages = [Signal(meta_layout, name=f"read_stage{i}") for i in range(latency)]
         in_flight = sum(stage.valid for stage in stages)
 
+        want = Signal()   # a read is wanted and the buffer has room for its data
         issue = Signal()
         issue_last = Signal()
+        granted = self.mem_read.ready if self._arbitrated else 1
         m.d.comb += [
-            issue.eq(active & (buffer.level + in_flight < self.buffer_depth)),
+            want.eq(active & (buffer.level + in_flight < self.buffer_depth)),
+            issue.eq(want & granted),
             issue_last.eq(issue & (left == 1)),
             self.cmd.ready.eq(~active | issue_last),
-            self.mem_read.en.eq(issue),
+            self.mem_read.en.eq(want),
             self.mem_read.addr.eq(src),
         ]
         with m.If(issue):

@@ -23,6 +23,8 @@ from .dma_path import DmaPath
 from .dma_table import DmaCommandTable
 from .fp_add import FpAdder
 from .nmc import NearMemoryReducer
+from .ring import T3Ring
+from .t3_slice import T3Slice
 from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
@@ -48,6 +50,8 @@ BLOCKS: dict[str, Block] = {
         Block("fp_adder_fp32", FpAdder, {"format": "binary32"}, "binary32 adder, latency 1"),
         Block("near_memory_reducer", NearMemoryReducer, {},
               "near-memory reducer: 1024 x 256-bit bank, 16 x binary16 lanes"),
+        Block("t3_slice", T3Slice, {}, "T3 memory-controller slice (fp16 x 4 lanes, 256-beat bank)"),
+        Block("t3_ring", T3Ring, {"gpus": 4}, "4 T3 slices in a ring (links: 8 cycles, 1 beat / 2 cycles)"),
         Block("memory_arbiter", MemoryArbiter, {"payload_shape": 16},
               "T3-MCA memory arbiter (16-bit payload for benches)"),
         Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),

@@ -25,28 +25,38 @@ class ReadPortSignature(wiring.Signature):
     ``data`` exactly ``latency`` cycles later (``latency = 1`` is an
     :class:`amaranth.lib.memory.Memory` read port). Addresses count words (beats).
 
+    With ``arbitrated=True`` the port has a ``ready`` input as well: ``en`` then *requests*
+    a read (and does not depend on ``ready``), and the read happens in a cycle where both
+    are high, as on a stream. This lets a memory arbiter hold a reader off.
+
     Members
     -------
     addr : ``Out(addr_width)``
     en : ``Out(1)``
     data : ``In(data_width)``
+    ready : ``In(1)``, only if ``arbitrated``
     """
 
-    def __init__(self, *, addr_width: int, data_width: int):
+    def __init__(self, *, addr_width: int, data_width: int, arbitrated: bool = False):
         self.addr_width = addr_width
         self.data_width = data_width
-        super().__init__({
+        self.arbitrated = arbitrated
+        members = {
             "addr": Out(unsigned(addr_width)),
             "en": Out(1),
             "data": In(unsigned(data_width)),
-        })
+        }
+        if arbitrated:
+            members["ready"] = In(1)
+        super().__init__(members)
 
     def __eq__(self, other):
         return (type(other) is type(self) and other.addr_width == self.addr_width
-                and other.data_width == self.data_width)
+                and other.data_width == self.data_width and other.arbitrated == self.arbitrated)
 
     def __repr__(self):
-        return f"ReadPortSignature(addr_width={self.addr_width}, data_width={self.data_width})"
+        return (f"ReadPortSignature(addr_width={self.addr_width}, data_width={self.data_width}, "
+                f"arbitrated={self.arbitrated})")
 
 
 class ValidSignature(wiring.Signature):

@@ -1,0 +1,246 @@
+# amaranth: UnusedElaboratable=no
+# (Sub-blocks are built in __init__ so that their layouts and timing are readable before
+#  elaboration; they are elaborated with the slice.)
+"""One GPU memory-controller slice with T3: tracker, DMA, near-memory reducer, arbiter."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from .arbiter import MemoryArbiter, RequestClass
+from .dma_engine import DmaEngine, packet_layout
+from .dma_table import DmaCommandTable
+from .nmc import NearMemoryReducer
+from .params import check_int, check_power_of_two
+from .ports import ValidSignature, WriteOp
+from .stream_mux import StreamMux
+from .tracker import TrackerTable, UpdateSource
+
+__all__ = ["MemKind", "T3Slice"]
+
+
+class MemKind(enum.Enum, shape=2):
+    READ = 0
+    STORE = 1
+    UPDATE = 2
+
+
+class T3Slice(wiring.Component):
+    """A memory-controller slice: the memory bank, with T3's track & trigger around it.
+
+    Traffic into the bank comes in two classes and passes the :class:`~rtl.arbiter.MemoryArbiter`:
+
+    * **compute**: the GEMM's writes (``gemm``: ``{tile, addr, op, data}``, ``op`` STORE or
+      UPDATE) and reads (``gemm_read``), through the compute request queue (the memory
+      controller's queue whose occupancy T3-MCA thresholds);
+    * **communication**: updates and stores arriving from the previous GPU (``ingress``) and
+      the DMA engine's reads of finished tiles.
+
+    The bank (:class:`~rtl.nmc.NearMemoryReducer`) executes one granted request per cycle;
+    an update is an atomic read-add-write. Every granted write is counted by the
+    :class:`~rtl.tracker.TrackerTable` for its tile (the GEMM's writes carry it; an incoming
+    beat's tile is ``addr >> tile_beats_log2``). A completed tile triggers its pre-programmed
+    DMA command (:class:`~rtl.dma_table.DmaCommandTable` → :class:`~rtl.dma_engine.DmaEngine`),
+    which reads the tile and sends it on ``egress``, merged with the GEMM's direct remote
+    stores (``gemm_remote``). DMA command index ``commands - 1`` is reserved: a tile armed
+    with it only signals ``notify`` when complete (the reduce-scatter's last stage).
+
+    A read is held for one cycle if the previous cycle wrote its address (the bank's writes
+    land two cycles after acceptance). Reads return on ``gemm_read_data`` one cycle after
+    their grant.
+
+    Parameters
+    ----------
+    format, beat_width, depth
+        The bank (:class:`~rtl.nmc.NearMemoryReducer`).
+    entries, count_width, trigger_depth
+        The tracker.
+    commands, max_beats, port_width, queue_depth
+        The DMA command table and engine.
+    tile_beats_log2 : int
+        log2 of the beats per tile, 0..12.
+    compute_queue_depth : int
+        Compute requests the controller's queue holds, 2..``2**level_width - 1``.
+    level_width, wait_width
+        The arbiter.
+    """
+
+    def __init__(self, *, format: str = "binary16", beat_width: int = 64, depth: int = 256,  # noqa: A002
+                 entries: int = 64, count_width: int = 8, trigger_depth: int = 4, commands: int = 64,
+                 max_beats: int = 16, port_width: int = 2, queue_depth: int = 4, tile_beats_log2: int = 2,
+                 compute_queue_depth: int = 8, level_width: int = 5, wait_width: int = 16):
+        self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth)
+        addr_width = self.nmc.addr_width
+        self._tile_beats_log2 = check_int("tile_beats_log2", tile_beats_log2, 0, 12)
+        check_power_of_two("commands", commands, 2, 1024)
+        self.tracker = TrackerTable(entries=entries, count_width=count_width,
+                                    dma_cmd_width=(commands - 1).bit_length(), trigger_depth=trigger_depth)
+        self.table = DmaCommandTable(commands=commands, tile_width=self.tracker.tile_width, addr_width=addr_width,
+                                     max_beats=max_beats, port_width=port_width, queue_depth=queue_depth)
+        self.engine = DmaEngine(addr_width=addr_width, data_width=beat_width, max_beats=max_beats,
+                                port_width=port_width, dma_cmd_width=self.table.dma_cmd_width, read_latency=1,
+                                arbitrated_reads=True)
+        self._compute_queue_depth = check_int("compute_queue_depth", compute_queue_depth, 2,
+                                              (1 << level_width) - 1)
+        self.request_layout = data.StructLayout({
+            "kind": MemKind,
+            "dma": 1,  # a read for the DMA engine (else for the GEMM)
+            "tile": unsigned(self.tracker.tile_width),
+            "addr": unsigned(addr_width),
+            "data": unsigned(beat_width),
+        })
+        self.arbiter = MemoryArbiter(payload_shape=self.request_layout, level_width=level_width,
+                                     wait_width=wait_width)
+        self.packet_layout = packet_layout(port_width=port_width, addr_width=addr_width, data_width=beat_width)
+        self.gemm_layout = data.StructLayout({"tile": unsigned(self.tracker.tile_width),
+                                              "addr": unsigned(addr_width), "op": WriteOp,
+                                              "data": unsigned(beat_width)})
+        self.notify_cmd = commands - 1
+        self.status_layout = data.StructLayout({
+            "tracker": self.tracker.status_layout,
+            "table": self.table.status_layout,
+            "engine": self.engine.status_layout,
+            "reducer": self.nmc.status_layout,
+            "arbiter": self.arbiter.status_layout,
+            "ingress_beats": 32,
+            "egress_beats": 32,
+            "notifies": 32,
+            "raw_stalls": 32,
+        })
+        super().__init__({
+            "gemm": In(stream.Signature(self.gemm_layout)),
+            "gemm_read": In(stream.Signature(unsigned(addr_width))),
+            "gemm_read_data": Out(ValidSignature(unsigned(beat_width))),
+            "gemm_remote": In(stream.Signature(self.packet_layout)),
+            "ingress": In(stream.Signature(self.packet_layout)),
+            "egress": Out(stream.Signature(self.packet_layout)),
+            "arm": In(stream.Signature(self.tracker.arm_layout)),
+            "program": In(stream.Signature(self.table.program_layout)),
+            "threshold": In(unsigned(level_width)),
+            "starvation_limit": In(unsigned(wait_width)),
+            "mode": In(self.arbiter.signature.members["mode"].shape),
+            "notify": Out(ValidSignature(data.StructLayout({"tile": unsigned(self.tracker.tile_width)}))),
+            "status": Out(self.status_layout),
+        })
+
+    tile_beats_log2 = property(lambda self: self._tile_beats_log2, doc="log2 of the beats per tile.")
+
+    @property
+    def update_to_egress_latency(self) -> int:
+        """Cycles from the grant of a tile's last write to its first egress beat, all idle."""
+        return self.tracker.trigger_latency + self.table.lookup_latency + self.engine.start_latency
+
+    def elaborate(self, platform):
+        m = Module()
+        for name in ("nmc", "tracker", "table", "engine", "arbiter"):
+            m.submodules[name] = getattr(self, name)
+        nmc, tracker, table, engine, arbiter = self.nmc, self.tracker, self.table, self.engine, self.arbiter
+        req = self.request_layout
+
+        # -- compute class: GEMM writes and reads, through the controller's request queue ----
+        m.submodules.compute_mux = compute_mux = StreamMux(req)
+        m.submodules.compute_queue = compute_queue = SyncFIFO(width=req.size, depth=self._compute_queue_depth)
+        gemm = self.gemm.payload
+        m.d.comb += [
+            compute_mux.a.valid.eq(self.gemm.valid),
+            compute_mux.a.payload.kind.eq(Mux(gemm.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),
+            compute_mux.a.payload.tile.eq(gemm.tile),
+            compute_mux.a.payload.addr.eq(gemm.addr),
+            compute_mux.a.payload.data.eq(gemm.data),
+            self.gemm.ready.eq(compute_mux.a.ready),
+            compute_mux.b.valid.eq(self.gemm_read.valid),
+            compute_mux.b.payload.kind.eq(MemKind.READ),
+            compute_mux.b.payload.addr.eq(self.gemm_read.payload),
+            self.gemm_read.ready.eq(compute_mux.b.ready),
+            compute_queue.w_en.eq(compute_mux.out.valid),
+            compute_queue.w_data.eq(compute_mux.out.payload),
+            compute_mux.out.ready.eq(compute_queue.w_rdy),
+            arbiter.compute.valid.eq(compute_queue.r_rdy),
+            arbiter.compute.payload.eq(compute_queue.r_data),
+            compute_queue.r_en.eq(arbiter.compute.ready),
+            arbiter.queue_level.eq(compute_queue.level),
+        ]
+
+        # -- communication class: incoming beats and the DMA engine's reads -----------------
+        m.submodules.comm_mux = comm_mux = StreamMux(req)
+        packet = self.ingress.payload
+        m.d.comb += [
+            comm_mux.a.valid.eq(self.ingress.valid),
+            comm_mux.a.payload.kind.eq(Mux(packet.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),
+            comm_mux.a.payload.tile.eq(packet.dst_addr >> self._tile_beats_log2),
+            comm_mux.a.payload.addr.eq(packet.dst_addr),
+            comm_mux.a.payload.data.eq(packet.data),
+            self.ingress.ready.eq(comm_mux.a.ready),
+            comm_mux.b.valid.eq(engine.mem_read.en),
+            comm_mux.b.payload.kind.eq(MemKind.READ),
+            comm_mux.b.payload.dma.eq(1),
+            comm_mux.b.payload.addr.eq(engine.mem_read.addr),
+            engine.mem_read.ready.eq(comm_mux.b.ready),
+        ]
+        wiring.connect(m, comm_mux.out, arbiter.comm)
+        m.d.comb += [arbiter.threshold.eq(self.threshold), arbiter.starvation_limit.eq(self.starvation_limit),
+                     arbiter.mode.eq(self.mode)]
+
+        # -- the bank executes one grant per cycle -------------------------------------------
+        grant = arbiter.grant.payload.request
+        is_write = grant.kind != MemKind.READ
+        last_write_valid = Signal()
+        last_write_addr = Signal.like(grant.addr)
+        raw_hazard = ~is_write & last_write_valid & (last_write_addr == grant.addr)
+        # (Qualified by valid so that an idle grant's undefined payload cannot reach ready.)
+        m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | (~raw_hazard & (~is_write | tracker.update.ready)))
+        fire = arbiter.grant.valid & arbiter.grant.ready
+        m.d.sync += [last_write_valid.eq(fire & is_write), last_write_addr.eq(grant.addr)]
+        m.d.comb += [
+            nmc.request.valid.eq(fire & is_write),
+            nmc.request.payload.addr.eq(grant.addr),
+            nmc.request.payload.op.eq(Mux(grant.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
+            nmc.request.payload.data.eq(grant.data),
+            tracker.update.valid.eq(fire & is_write),
+            tracker.update.payload.tile.eq(grant.tile),
+            tracker.update.payload.source.eq(
+                Mux(arbiter.grant.payload.cls == RequestClass.COMM, UpdateSource.REMOTE, UpdateSource.LOCAL)),
+            nmc.read.en.eq(fire & ~is_write),
+            nmc.read.addr.eq(grant.addr),
+            engine.mem_read.data.eq(nmc.read.data),
+        ]
+        gemm_read_returning = Signal()
+        m.d.sync += gemm_read_returning.eq(fire & ~is_write & ~grant.dma)
+        m.d.comb += [self.gemm_read_data.valid.eq(gemm_read_returning), self.gemm_read_data.payload.eq(nmc.read.data)]
+
+        # -- track & trigger -----------------------------------------------------------------
+        wiring.connect(m, wiring.flipped(self.arm), tracker.arm)
+        wiring.connect(m, wiring.flipped(self.program), table.program)
+        notify = tracker.trigger.payload.dma_cmd == self.notify_cmd
+        m.d.comb += [
+            table.trigger.valid.eq(tracker.trigger.valid & ~notify),
+            table.trigger.payload.eq(tracker.trigger.payload),
+            tracker.trigger.ready.eq(notify | table.trigger.ready),
+            self.notify.valid.eq(tracker.trigger.valid & notify),
+            self.notify.payload.tile.eq(tracker.trigger.payload.tile),
+        ]
+        wiring.connect(m, table.issue, engine.cmd)
+
+        # -- to the link: DMA packets and the GEMM's direct remote stores ---------------------
+        m.submodules.egress_mux = egress_mux = StreamMux(self.packet_layout)
+        wiring.connect(m, engine.egress, egress_mux.a)
+        wiring.connect(m, wiring.flipped(self.gemm_remote), egress_mux.b)
+        wiring.connect(m, egress_mux.out, wiring.flipped(self.egress))
+
+        status = self.status
+        m.d.comb += [
+            status.tracker.eq(tracker.status), status.table.eq(table.status), status.engine.eq(engine.status),
+            status.reducer.eq(nmc.status), status.arbiter.eq(arbiter.status),
+        ]
+        with m.If(self.ingress.valid & self.ingress.ready):
+            m.d.sync += status.ingress_beats.eq(status.ingress_beats + 1)
+        with m.If(self.egress.valid & self.egress.ready):
+            m.d.sync += status.egress_beats.eq(status.egress_beats + 1)
+        with m.If(self.notify.valid):
+            m.d.sync += status.notifies.eq(status.notifies + 1)
+        with m.If(arbiter.grant.valid & raw_hazard):
+            m.d.sync += status.raw_stalls.eq(status.raw_stalls + 1)
+        return m
