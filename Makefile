@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test report sweep verilog clean distclean iverilog venv
+.PHONY: help test report sweep characterize verilog clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -47,6 +47,9 @@ report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/P
 
 sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep_t3-paper.csv)
 	$(PY) -m system_model sweep --preset t3-paper --out sim_results
+
+characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_timing.json (seconds)
+	$(PY) -m tb.characterize
 
 verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
 	$(PY) -m rtl.generate --out build/verilog

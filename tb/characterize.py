@@ -1,0 +1,248 @@
+# amaranth: UnusedElaboratable=no
+"""Measure the RTL timing the system model needs: ``python -m tb.characterize`` (``make characterize``).
+
+Each figure is measured in simulation, not copied from a property: the small blocks on
+Amaranth's simulator, the ring with the cocotb bench on Icarus. The JSON carries each
+figure's unit and parameters and the git commit; ``tests/test_characterize.py`` checks it
+against the components' documented properties.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from amaranth.sim import Simulator
+
+from rtl.arbiter import ArbiterMode, MemoryArbiter
+from rtl.dma_path import DmaPath
+from rtl.nmc import NearMemoryReducer
+from rtl.tracker import TrackerTable
+from tb.common.packing import pack
+
+__all__ = ["characterize", "main"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _simulate(dut, bench) -> None:
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def tracker_trigger_latency() -> int:
+    """Cycles from the edge accepting a tile's last update to ``trigger.valid``."""
+    dut = TrackerTable(entries=16)
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.arm.payload.as_value(), pack(dut.arm_layout, {"tile": 3, "threshold": 2, "dma_cmd": 1}))
+        ctx.set(dut.arm.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.arm.valid, 0)
+        ctx.set(dut.update.payload.as_value(), pack(dut.update_layout, {"tile": 3, "source": 0}))
+        ctx.set(dut.update.valid, 1)
+        ctx.set(dut.trigger.ready, 1)
+        await ctx.tick()
+        await ctx.tick()          # the last update is accepted at this edge
+        ctx.set(dut.update.valid, 0)
+        for cycle in range(1, 20):
+            if ctx.get(dut.trigger.valid):
+                result["latency"] = cycle
+                return
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    return result["latency"]
+
+
+def dma_issue_latency() -> tuple[int, float]:
+    """Trigger accepted to first egress beat, and sustained egress beats per cycle."""
+    dut = DmaPath(commands=4, tile_width=4, addr_width=8, data_width=32, max_beats=16)
+    result = {}
+
+    async def bench(ctx):
+        desc = {"src_addr": 0, "dst_addr": 0, "beats": 16, "dst_port": 0, "op": 1}
+        ctx.set(dut.program.payload.as_value(), pack(dut.table.program_layout, {"index": 1, "desc": desc}))
+        ctx.set(dut.program.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.program.valid, 0)
+        ctx.set(dut.egress.ready, 1)
+        ctx.set(dut.trigger.payload.as_value(), pack(dut.table.trigger_layout, {"tile": 0, "dma_cmd": 1}))
+        ctx.set(dut.trigger.valid, 1)
+        await ctx.tick()          # the trigger is accepted at this edge (the table is empty)
+        ctx.set(dut.trigger.valid, 0)
+        first, beats = None, 0
+        for cycle in range(1, 60):
+            if ctx.get(dut.egress.valid):
+                first = cycle if first is None else first
+                beats += 1
+                if beats == 16:
+                    result["latency"], result["rate"] = first, 16 / (cycle - first + 1)
+                    return
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    return result["latency"], result["rate"]
+
+
+def reducer_throughput(hot: bool, requests: int = 400) -> tuple[float, int]:
+    """Update requests accepted per cycle (hot: 2 addresses; else random), and the visibility
+    latency of a write to a read."""
+    dut = NearMemoryReducer(format="binary16", beat_width=64, depth=64)
+    rng = random.Random(1)
+    result = {}
+
+    async def bench(ctx):
+        accepted = cycles = 0
+        while accepted < requests:
+            addr = rng.choice((5, 6)) if hot else rng.randrange(64)
+            ctx.set(dut.request.payload.as_value(),
+                    pack(dut.request_layout, {"addr": addr, "op": 1, "data": rng.getrandbits(64)}))
+            ctx.set(dut.request.valid, 1)
+            accepted += ctx.get(dut.request.ready)
+            cycles += 1
+            await ctx.tick()
+        ctx.set(dut.request.valid, 0)
+        result["rate"] = accepted / cycles
+        # Visibility: store a word, then read the same address each cycle until it shows.
+        ctx.set(dut.request.payload.as_value(), pack(dut.request_layout, {"addr": 9, "op": 0, "data": 0xABCD}))
+        ctx.set(dut.request.valid, 1)
+        await ctx.tick()          # accepted at this edge: cycle 0 of the count
+        ctx.set(dut.request.valid, 0)
+        ctx.set(dut.read.addr, 9)
+        ctx.set(dut.read.en, 1)
+        for issued in range(1, 10):
+            await ctx.tick()      # the read issued in cycle `issued` shows its data now
+            if ctx.get(dut.read.data) == 0xABCD:
+                result["visible"] = issued
+                return
+
+    _simulate(dut, bench)
+    return result["rate"], result["visible"]
+
+
+def arbiter_shares(mode: ArbiterMode, compute_p: float, *, comm_p: float = 0.5, cycles: int = 3000,
+                   threshold: int = 4, starvation_limit: int = 8) -> tuple[float, int]:
+    """Compute grants per cycle and the worst communication wait, with a one-per-cycle DRAM
+    queue model behind the grant port and requests arriving at the given rates."""
+    dut = MemoryArbiter(payload_shape=8, level_width=5, wait_width=16)
+    rng = random.Random(2)
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.mode, mode)
+        ctx.set(dut.threshold, threshold)
+        ctx.set(dut.starvation_limit, starvation_limit)
+        level, compute_pending, comm_pending, compute_grants, worst = 0, 0, 0, 0, 0
+        for _ in range(cycles):
+            compute_pending += rng.random() < compute_p
+            comm_pending += rng.random() < comm_p
+            ctx.set(dut.compute.valid, compute_pending > 0)
+            ctx.set(dut.comm.valid, comm_pending > 0)
+            ctx.set(dut.queue_level, level)
+            ctx.set(dut.grant.ready, level < 16)
+            compute_fire, comm_fire = ctx.get(dut.compute.ready), ctx.get(dut.comm.ready)
+            compute_pending -= compute_fire
+            comm_pending -= comm_fire
+            compute_grants += compute_fire
+            level += compute_fire + comm_fire - (level > 0)   # the queue serves one per cycle
+            await ctx.tick()
+            worst = max(worst, ctx.get(dut.status.max_comm_wait))
+        result["share"], result["worst"] = compute_grants / cycles, worst
+
+    _simulate(dut, bench)
+    return result["share"], result["worst"]
+
+
+def ring_cycles(param_set: str = "n4") -> dict:
+    """Reduce-scatter cycles of the cocotb ring bench on Icarus (its stats file)."""
+    from tb.common.runner import CocotbBench
+    from tb.ring.scenarios import PARAM_SETS
+
+    bench = CocotbBench(block="t3_ring", test_module="tb.ring.tb_ring", param_set=param_set,
+                        params=PARAM_SETS[param_set])
+    bench.run("reduce_scatter_full_rate")
+    stats = json.loads((bench.build_dir / "sim" / "stats-reduce_scatter_full_rate.json").read_text())
+    return {"params": PARAM_SETS[param_set], "rs_cycles": stats["rs_cycles"]}
+
+
+def _figure(value, unit: str, params: dict, how: str) -> dict:
+    return {"value": value, "unit": unit, "params": params, "measured_by": how}
+
+
+def characterize(*, with_ring: bool = True) -> dict:
+    started = time.perf_counter()
+    figures = {}
+    figures["tracker_trigger_latency"] = _figure(tracker_trigger_latency(), "cycles", {"entries": 16},
+                                                 "Amaranth sim: last update accepted -> trigger.valid")
+    latency, rate = dma_issue_latency()
+    dma_params = {"read_latency": 1, "beats": 16}
+    figures["dma_issue_latency"] = _figure(latency, "cycles", dma_params,
+                                           "Amaranth sim: trigger accepted -> first egress.valid")
+    figures["dma_beats_per_cycle"] = _figure(rate, "beats/cycle", dma_params, "Amaranth sim: 16-beat command")
+    hot_rate, visible = reducer_throughput(True)
+    random_rate, _ = reducer_throughput(False)
+    reducer_params = {"format": "binary16", "beat_width": 64, "requests": 400}
+    figures["reducer_updates_per_cycle_hot"] = _figure(hot_rate, "requests/cycle", {**reducer_params, "addresses": 2},
+                                                       "Amaranth sim: back-to-back updates, 2 hot addresses")
+    figures["reducer_updates_per_cycle_random"] = _figure(random_rate, "requests/cycle",
+                                                          {**reducer_params, "addresses": 64},
+                                                          "Amaranth sim: back-to-back updates, random addresses")
+    figures["reducer_write_latency"] = _figure(visible, "cycles", reducer_params,
+                                               "Amaranth sim: store accepted -> first read that sees it")
+    figures["reducer_beat_bytes"] = _figure(NearMemoryReducer().beat_width // 8, "bytes",
+                                            {"beat_width": NearMemoryReducer().beat_width}, "default reducer beat")
+    for mode in (ArbiterMode.MCA, ArbiterMode.ROUND_ROBIN):
+        for compute_p in (0.25, 0.5, 0.9):
+            share, worst = arbiter_shares(mode, compute_p)
+            params = {"compute_request_rate": compute_p, "comm_request_rate": 0.5, "threshold": 4,
+                      "starvation_limit": 8, "service": "1 per cycle"}
+            key = f"arbiter_{mode.name.lower()}_compute{int(compute_p * 100)}"
+            figures[key + "_compute_share"] = _figure(share, "grants/cycle", params, "Amaranth sim")
+            figures[key + "_worst_comm_wait"] = _figure(worst, "cycles", params, "Amaranth sim")
+    if with_ring:
+        ring = ring_cycles("n4")
+        p = ring["params"]
+        gpus, beats, tiles = p["gpus"], 1 << p["tile_beats_log2"], 4
+        chunk = tiles * beats
+        # Sum of the parts if nothing overlapped: every GEMM write, then N - 1 hops of trigger
+        # + DMA + link latency + a chunk at the link's rate (1 beat / 2 cycles).
+        from rtl.ring import T3Ring
+        ring_rtl = T3Ring(**p)
+        hop = ring_rtl.slices[0].update_to_egress_latency + ring_rtl.links[0].latency
+        parts = gpus * chunk + (gpus - 1) * (hop + chunk * ring_rtl.links[0].cycles_per_beat)
+        figures["ring_reduce_scatter_cycles"] = _figure(ring["rs_cycles"], "cycles", p,
+                                                        "cocotb ring bench on Icarus, full-rate GEMM writes")
+        figures["ring_sum_of_parts_cycles"] = _figure(parts, "cycles", p,
+                                                      "GEMM writes + (N-1) x (trigger + DMA + link + chunk)")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=REPO).stdout.strip() or "unknown"
+    return {"commit": commit, "seconds": round(time.perf_counter() - started, 2), "figures": figures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tb.characterize", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "sim_results" / "rtl_timing.json")
+    parser.add_argument("--no-ring", action="store_true", help="skip the ring measurement (needs Icarus)")
+    args = parser.parse_args(argv)
+    result = characterize(with_ring=not args.no_ring)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    for name, fig in result["figures"].items():
+        value = fig["value"]
+        print(f"{name:48s} {value:.3f} {fig['unit']}" if isinstance(value, float) else
+              f"{name:48s} {value} {fig['unit']}")
+    print(f"wrote {args.out} in {result['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+# amaranth: UnusedElaboratable=no
+"""``make characterize``: the measured RTL timing agrees with the components' documented properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rtl.arbiter import ArbiterMode
+from rtl.dma_path import DmaPath
+from rtl.nmc import NearMemoryReducer
+from rtl.tracker import TrackerTable
+from tb import characterize as ch
+from tb.characterize import REPO
+
+REFERENCE = REPO / "sim_results" / "rtl_timing.json"
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return ch.characterize(with_ring=False)["figures"]
+
+
+def test_measurements_match_documented_properties(measured):
+    assert measured["tracker_trigger_latency"]["value"] == TrackerTable().trigger_latency
+    assert measured["dma_issue_latency"]["value"] == DmaPath().issue_latency
+    assert measured["dma_beats_per_cycle"]["value"] == DmaPath().beats_per_cycle
+    reducer = NearMemoryReducer()
+    assert measured["reducer_updates_per_cycle_hot"]["value"] == reducer.requests_per_cycle
+    assert measured["reducer_updates_per_cycle_random"]["value"] == reducer.requests_per_cycle
+    assert measured["reducer_write_latency"]["value"] == reducer.write_latency
+
+
+def test_arbiter_measurements(measured):
+    for load in (25, 50, 90):
+        assert measured[f"arbiter_mca_compute{load}_worst_comm_wait"]["value"] <= 8  # the starvation limit
+        mca = measured[f"arbiter_mca_compute{load}_compute_share"]["value"]
+        rr = measured[f"arbiter_round_robin_compute{load}_compute_share"]["value"]
+        assert mca >= rr - 0.01, f"MCA leaves compute less than round-robin at {load}%"
+    # At 90% compute demand MCA serves nearly all of it; round-robin about half.
+    assert measured["arbiter_mca_compute90_compute_share"]["value"] > 0.8
+    assert measured["arbiter_round_robin_compute90_compute_share"]["value"] < 0.6
+
+
+def test_committed_reference_matches(measured):
+    reference = json.loads(REFERENCE.read_text())
+    assert reference["commit"]
+    for name, figure in measured.items():
+        assert reference["figures"][name]["value"] == pytest.approx(figure["value"]), name
+        assert reference["figures"][name]["unit"] == figure["unit"]
+    ring = reference["figures"]
+    # The ring overlaps its parts: fewer cycles than running them back to back.
+    assert ring["ring_reduce_scatter_cycles"]["value"] < ring["ring_sum_of_parts_cycles"]["value"]
+
+
+def test_system_model_reads_the_reference():
+    from system_model.block_timing import load_block_timing
+
+    timing = load_block_timing(REFERENCE)
+    assert "rtl_timing.json" in timing.source
+    assert timing.trigger_cycles == TrackerTable().trigger_latency
+
+
+def test_arbiter_mode_names():
+    assert {m.name for m in ArbiterMode} == {"MCA", "ROUND_ROBIN"}
