@@ -117,7 +117,7 @@ class TB(LockstepTB):
         share = self.compute_grant_cycles / max(1, self.grant_ready_cycles)
         self.log.info("mode %s: compute share of grantable cycles %.3f, worst comm wait %d",
                       "mca" if self.mode == MCA else "rr", share, self.worst_wait)
-        self.write_stats(grants=len(self.granted[COMPUTE]) + len(self.granted[COMM]), worst_comm_wait=self.worst_wait)
+        self.write_stats(grants=len(self.granted[COMPUTE]) + len(self.granted[COMM]))
         self.scoreboard.assert_clean()
 
 

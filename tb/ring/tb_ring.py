@@ -176,7 +176,7 @@ class TB(LockstepTB):
         share = self.reads_returned_while_injecting / max(1, self.injecting_cycles)
         self.log.info("N=%d %s: reduce-scatter %d cycles; worst comm wait %d; GPU0 compute reads %.3f/cycle",
                       n, self.fmt, self.rs_cycles, worst, share)
-        self.write_stats(gpus=n, rs_cycles=self.rs_cycles, lanes_bit_exact=self.lanes_checked,
+        self.write_stats(rs_cycles=self.rs_cycles, lanes_bit_exact=self.lanes_checked,
                          link_beats=(n - 1) * chunk * n)
 
 
