@@ -9,7 +9,7 @@ MIXES = {"compute_heavy": (0.95, 0.5), "balanced": (0.6, 0.6), "comm_heavy": (0.
 #: DRAM queue service probability per cycle: full rate, random, heavy back-pressure
 SERVICE = {"full": 1.0, "random": 0.6, "heavy": 0.15}
 
-RANDOM_TESTS = [f"{mode}__{mix}__{service}" for mode in ("mca", "round_robin") for mix in MIXES
-                for service in ("random", "heavy")] + ["mca__balanced__full", "round_robin__balanced__full"]
+RANDOM_TESTS = [f"random__{mode}__{mix}__{service}" for mode in ("mca", "round_robin") for mix in MIXES
+                for service in ("random", "heavy")] + ["random__mca__balanced__full", "random__round_robin__balanced__full"]
 DIRECTED_TESTS = ["reprogram_at_runtime", "starvation_limit_one"]
 CASES = [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]

@@ -13,7 +13,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from .scoreboard import Scoreboard
 
-__all__ = ["LockstepTB", "CLOCK_PERIOD_NS", "STATS_ENV"]
+__all__ = ["LockstepTB", "CLOCK_PERIOD_NS", "STATS_ENV", "register_tests"]
 
 CLOCK_PERIOD_NS = 10
 #: Environment variable naming the JSON file where a test leaves its cycle counts.
@@ -82,3 +82,21 @@ class LockstepTB:
             self.check()
             self.cycle += 1
             ran += 1
+
+
+def register_tests(namespace: dict, names, body) -> None:
+    """Define one cocotb test per name in ``namespace`` (a bench module's ``globals()``).
+
+    A name is ``prefix__field1__field2...``; each test runs ``body(dut, field1, field2, ...)``.
+    This is how the benches cross a scenario with the idle/back-pressure matrix.
+    """
+    for name in names:
+        fields = name.split("__")[1:]
+
+        async def test(dut, _fields=tuple(fields)):
+            await body(dut, *_fields)
+
+        test.__name__ = test.__qualname__ = name
+        test.__module__ = namespace["__name__"]
+        test.__doc__ = body.__doc__
+        namespace[name] = cocotb.test(test)

@@ -8,18 +8,17 @@ read port and compared with the model's bank bit for bit (any NaN matches any Na
 
 from __future__ import annotations
 
-import cocotb
 import numpy as np
 
 from rtl.nmc import NearMemoryReducer
-from tb.common.lockstep import LockstepTB
+from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.packing import pack, unpack
 from tb.common.patterns import SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSource
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import STORE, UPDATE, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat
-from tb.nmc.scenarios import DIRECTED_TESTS, RANDOM_TESTS, REQUESTS
+from tb.nmc.scenarios import RANDOM_TESTS, REQUESTS
 
 
 class TB(LockstepTB):
@@ -127,66 +126,22 @@ class TB(LockstepTB):
         self.scoreboard.assert_clean()
 
 
-def _make_random_test(name: str, addresses: str, source: str):
-    async def random_test(dut):
-        tb = TB(dut, request_p=SOURCE_PATTERNS[source])
-        depth = tb.spec.depth
-        pool = tb.rng.sample(range(depth), 4) if addresses == "hot" else list(range(depth))
-        # Wide beats simulate ~4x slower on Icarus (more lane adders): a quarter of the requests.
-        count = REQUESTS[source] if tb.spec.lanes <= 4 else REQUESTS[source] // 4
-        tb.request_src.queue.extend(tb.request(tb.rng.choice(pool)) for _ in range(count))
-        await tb.start()
-        await tb.drain_and_dump()
-        if source == "full":
-            # One request per cycle whatever the address pattern: no stall, ever.
-            span = tb.request_cycles[-1] - tb.request_cycles[0] + 1
-            assert span == count, f"{count} requests took {span} cycles"
-            tb.log.info("%s addresses: %d requests in %d cycles = %.3f per cycle",
-                        addresses, count, span, count / span)
-        tb.final_check()
-    random_test.__name__ = random_test.__qualname__ = name
-    return cocotb.test(random_test)
-
-
-for _name in RANDOM_TESTS:
-    _, _addresses, _source = _name.split("__")
-    globals()[_name] = _make_random_test(_name, _addresses, _source)
-
-
-@cocotb.test()
-async def back_to_back_updates_one_address(dut):
-    """A store then a long run of updates to one address, one per cycle, no stall."""
-    tb = TB(dut, read_p=0.5)
-    tb.request_src.queue.append(tb.request(5, STORE))
-    tb.request_src.queue.extend(tb.request(5, UPDATE) for _ in range(2000))
+async def random_test(dut, addresses, source):
+    tb = TB(dut, request_p=SOURCE_PATTERNS[source])
+    depth = tb.spec.depth
+    pool = tb.rng.sample(range(depth), 4) if addresses == "hot" else list(range(depth))
+    # Wide beats simulate ~4x slower on Icarus (more lane adders): a quarter of the requests.
+    count = REQUESTS[source] if tb.spec.lanes <= 4 else REQUESTS[source] // 4
+    tb.request_src.queue.extend(tb.request(tb.rng.choice(pool)) for _ in range(count))
     await tb.start()
     await tb.drain_and_dump()
-    span = tb.request_cycles[-1] - tb.request_cycles[0] + 1
-    assert span == 2001 == tb.requests, f"2001 requests took {span} cycles"
-    assert tb.spec.requests_per_cycle == 1
+    if source == "full":
+        # One request per cycle whatever the address pattern: no stall, ever.
+        span = tb.request_cycles[-1] - tb.request_cycles[0] + 1
+        assert span == count, f"{count} requests took {span} cycles"
+        tb.log.info("%s addresses: %d requests in %d cycles = %.3f per cycle",
+                    addresses, count, span, count / span)
     tb.final_check()
 
 
-@cocotb.test()
-async def write_visible_after_write_latency(dut):
-    """A read issued write_latency cycles after a request sees it; one cycle earlier it does not."""
-    tb = TB(dut, read_p=0.0)
-    await tb.start()
-    latency = tb.spec.write_latency
-    for addr in range(8):
-        stored = tb.request(addr, STORE)
-        tb.request_src.queue.append(stored)
-        await tb.run(cycles=1)            # the request is accepted in this cycle
-        accept = tb.request_cycles[-1]
-        tb.read_queue = [addr] * (latency + 1)
-        await tb.run(cycles=latency + 2)
-        seen = {c: d for c, a, d in tb.read_log if a == addr}
-        # A read in cycle r shows its data in cycle r + 1.
-        assert seen[accept + latency + 1] == stored["data"], "read after write_latency missed the write"
-        assert seen[accept + latency] != stored["data"] or stored["data"] == 0, \
-            "read before write_latency already saw the write"
-    await tb.drain_and_dump()
-    tb.final_check()
-
-
-assert set(DIRECTED_TESTS) <= set(globals()), "scenarios.DIRECTED_TESTS names a missing test"
+register_tests(globals(), RANDOM_TESTS, random_test)

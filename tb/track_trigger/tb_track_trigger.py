@@ -9,10 +9,8 @@ data at the programmed addresses.
 
 from __future__ import annotations
 
-import cocotb
-
 from rtl.track_trigger import TrackAndTrigger
-from tb.common.lockstep import LockstepTB
+from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.memory import BenchMemory, ReadPortResponder
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
@@ -20,8 +18,7 @@ from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.tb_dma import DmaChecks, random_descriptor
 from tb.track_trigger.model import TrackAndTriggerModel
-from tb.track_trigger.scenarios import DIRECTED_TESTS, RANDOM_TESTS
-from tb.tracker.model import LOCAL
+from tb.track_trigger.scenarios import RANDOM_TESTS
 from tb.tracker.traffic import LegalTraffic
 
 
@@ -140,76 +137,16 @@ class TB(LockstepTB, DmaChecks):
 
 
 
-def _make_random_test(name: str, source: str, sink: str):
-    async def random_test(dut):
-        tb = TB(dut, source_p=SOURCE_PATTERNS[source], egress_p=SINK_PATTERNS[sink])
-        tb.program_all()
-        await tb.start()
-        await tb.run(until=tb.program_src.idle)
-        arms = {"always": 150, "random": 90, "heavy": 12}[sink]
-        tb.use_traffic(tiles=range(tb.top.tracker.entries), arms=arms,
-                       max_in_flight=tb.rng.choice([2, tb.top.tracker.entries]))
-        await tb.drain()
-        tb.final_check()
-    random_test.__name__ = random_test.__qualname__ = name
-    return cocotb.test(random_test)
-
-
-for _name in RANDOM_TESTS:
-    _, _source, _sink = _name.split("__")
-    globals()[_name] = _make_random_test(_name, _source, _sink)
-
-
-@cocotb.test()
-async def update_to_egress_latency(dut):
-    """An isolated tile's first beat leaves exactly update_to_egress_latency after its last update."""
-    tb = TB(dut)
+async def random_test(dut, source, sink):
+    tb = TB(dut, source_p=SOURCE_PATTERNS[source], egress_p=SINK_PATTERNS[sink])
     tb.program_all()
     await tb.start()
     await tb.run(until=tb.program_src.idle)
-    for n in range(12):
-        threshold = tb.rng.randint(1, 20)
-        tb.arm_src.queue.append({"tile": n, "threshold": threshold, "dma_cmd": n})
-        tb.update_src.queue.extend({"tile": n, "source": LOCAL, "_last": i == threshold - 1}
-                                   for i in range(threshold))
-        before = len(tb.egress_cycles)
-        await tb.drain()
-        latency = tb.egress_cycles[before] - tb.last_update_cycle[-1]
-        assert latency == tb.top.update_to_egress_latency, (
-            f"tile {n}: {latency} cycles, documented {tb.top.update_to_egress_latency}")
-    tb.final_check()
-
-
-@cocotb.test()
-async def tracker_and_dma_at_full_rate_together(dut):
-    """Updates enter at one per cycle while the completed tiles leave at one beat per cycle."""
-    tb = TB(dut)
-    beats = max(8, tb.top.dma.min_beats_for_full_rate)
-    t = tb.top.dma.table
-    for i in range(t.commands):
-        desc = random_descriptor(tb.rng, addr_width=t.addr_width, max_beats=t.max_beats, port_width=t.port_width)
-        tb.program_src.queue.append({"index": i, "desc": {**desc, "beats": beats}})
-    await tb.start()
-    await tb.run(until=tb.program_src.idle)
-    tiles = 40
-    # Two tiles in flight, interleaved, each needing `beats` writes and sending `beats` beats.
-    for n in range(tiles):
-        tb.arm_src.queue.append({"tile": n % tb.top.tracker.entries, "threshold": beats, "dma_cmd": n % t.commands})
-    for pair in range(0, tiles, 2):
-        for i in range(beats):
-            for n in (pair, pair + 1):
-                tb.update_src.queue.append({"tile": n, "source": LOCAL, "_last": i == beats - 1})
+    arms = {"always": 150, "random": 90, "heavy": 12}[sink]
+    tb.use_traffic(tiles=range(tb.top.tracker.entries), arms=arms,
+                   max_in_flight=tb.rng.choice([2, tb.top.tracker.entries]))
     await tb.drain()
-    updates = tiles * beats
-    update_span = tb.update_cycles[-1] - tb.update_cycles[0] + 1
-    egress_span = tb.egress_cycles[-1] - tb.egress_cycles[0] + 1
-    overlap = min(tb.update_cycles[-1], tb.egress_cycles[-1]) - max(tb.update_cycles[0], tb.egress_cycles[0])
-    tb.log.info("updates %d in %d cycles, beats %d in %d cycles, overlapping %d cycles",
-                updates, update_span, len(tb.egress_beats), egress_span, overlap)
-    assert update_span == updates, f"{updates} updates took {update_span} cycles"
-    assert egress_span == len(tb.egress_beats) == updates, f"{updates} beats took {egress_span} cycles"
-    assert overlap > updates // 2, "tracker and DMA did not run at the same time"
     tb.final_check()
 
 
-assert set(DIRECTED_TESTS) <= set(globals()), "scenarios.DIRECTED_TESTS names a missing test"
+register_tests(globals(), RANDOM_TESTS, random_test)
