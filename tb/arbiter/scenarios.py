@@ -10,6 +10,7 @@ MIXES = {"compute_heavy": (0.95, 0.5), "balanced": (0.6, 0.6), "comm_heavy": (0.
 SERVICE = {"full": 1.0, "random": 0.6, "heavy": 0.15}
 
 RANDOM_TESTS = [f"random__{mode}__{mix}__{service}" for mode in ("mca", "round_robin") for mix in MIXES
-                for service in ("random", "heavy")] + ["random__mca__balanced__full", "random__round_robin__balanced__full"]
+                for service in ("random", "heavy")]
+RANDOM_TESTS += ["random__mca__balanced__full", "random__round_robin__balanced__full"]
 DIRECTED_TESTS = ["reprogram_at_runtime", "starvation_limit_one"]
 CASES = [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]

@@ -8,10 +8,11 @@ granted exactly once, in order) and, in MCA mode, the starvation bound per reque
 
 from __future__ import annotations
 
+import cocotb
 from amaranth.lib import data
 
 from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
-from tb.arbiter.scenarios import MIXES, RANDOM_TESTS, SERVICE
+from tb.arbiter.scenarios import DIRECTED_TESTS, MIXES, RANDOM_TESTS, SERVICE
 from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.packing import pack
 from tb.common.runner import bench_params
@@ -140,3 +141,31 @@ async def random_test(dut, mode, mix, service):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+@cocotb.test()
+async def reprogram_at_runtime(dut):
+    """Mode, threshold and starvation limit change while requests flow."""
+    tb = TB(dut, compute_p=0.9, comm_p=0.7, service_p=0.6, mode=MCA)
+    tb.budget = 2000
+    await tb.start()
+    for mode, threshold, limit in [(MCA, 4, 20), (ROUND_ROBIN, 4, 20), (MCA, 31, 3), (MCA, 0, 50)]:
+        tb.mode, tb.threshold, tb.starvation_limit = mode, threshold, limit
+        await tb.run(cycles=400)
+    await tb.run(until=tb.done, timeout=200_000)
+    tb.mode = ROUND_ROBIN  # the per-request bound only holds for a fixed limit
+    tb.final_check()
+
+
+@cocotb.test()
+async def starvation_limit_one(dut):
+    """With limit 1 and compute always requesting, communication gets every other grant."""
+    tb = TB(dut, compute_p=1.0, comm_p=1.0, service_p=1.0, mode=MCA, threshold=0, starvation_limit=1)
+    tb.budget = 1000
+    await tb.start()
+    await tb.run(until=tb.done, timeout=100_000)
+    assert tb.worst_wait == 1
+    tb.final_check()
+
+
+assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

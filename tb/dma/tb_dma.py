@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import cocotb
+
 from rtl.dma_path import DmaPath
 from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.memory import BenchMemory, ReadPortResponder
@@ -18,7 +20,7 @@ from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.model import STORE, UPDATE, DmaPathModel
-from tb.dma.scenarios import RANDOM_TESTS
+from tb.dma.scenarios import DIRECTED_TESTS, RANDOM_TESTS
 
 
 def random_descriptor(rng, *, addr_width: int, max_beats: int, port_width: int) -> dict:
@@ -201,3 +203,120 @@ async def random_test(dut, source, sink):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+# -- directed tests -------------------------------------------------------------------------
+
+@cocotb.test()
+async def full_rate_back_to_back(dut):
+    """Queued commands stream out at one beat per cycle, with no bubble between commands.
+
+    Then single-beat commands measure the table's documented trigger rate.
+    """
+    tb = TB(dut)
+    spec = tb.spec
+    commands = spec.table.commands
+    for i in range(commands):
+        desc = tb.descriptor()
+        desc["beats"] = max(desc["beats"], spec.min_beats_for_full_rate)
+        tb.program_src.queue.append({"index": i, "desc": desc})
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    tb.trigger_src.queue.extend({"tile": 0, "dma_cmd": i % commands} for i in range(24))
+    start = tb.cycle
+    await tb.drain()
+    beats = sum(tb.descriptors[i % commands]["beats"] for i in range(24))
+    assert tb.first_egress_cycle == start + spec.issue_latency, (
+        f"first beat at cycle {tb.first_egress_cycle}, trigger at {start}, issue_latency {spec.issue_latency}")
+    span = tb.egress_cycles[-1] - tb.egress_cycles[0] + 1
+    assert len(tb.egress_beats) == beats and span == beats * spec.beats_per_cycle, (
+        f"{beats} beats took {span} cycles")
+
+    # Single-beat commands: the egress rate is the table's trigger rate.
+    tb.program_src.queue.extend({"index": i, "desc": {**tb.descriptor(), "beats": 1}} for i in range(commands))
+    await tb.run(until=tb.program_src.idle)
+    n = 60
+    tb.trigger_src.queue.extend({"tile": 0, "dma_cmd": i % commands} for i in range(n))
+    before = len(tb.egress_cycles)
+    await tb.drain()
+    cycles = tb.egress_cycles[-1] - tb.egress_cycles[before] + 1
+    expected = (n - 1) / spec.table.triggers_per_cycle + 1
+    assert abs(cycles - expected) <= 1, (
+        f"{n} single-beat commands took {cycles} cycles, triggers_per_cycle "
+        f"{spec.table.triggers_per_cycle} predicts {float(expected):.1f}")
+    tb.final_check()
+
+
+@cocotb.test()
+async def trigger_burst_while_egress_stalled(dut):
+    """A burst of triggers while egress is stalled: trigger.ready falls, nothing is lost."""
+    tb = TB(dut)
+    tb.program_all()
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    tb.force_egress_ready = 0
+    tb.trigger_src.queue.extend({"tile": 1, "dma_cmd": tb.rng.randrange(tb.spec.table.commands)}
+                                for _ in range(3 * tb.spec.table.queue_depth + 4))
+    await tb.run(cycles=200)
+    assert tb.trigger_ready_low > 0, "trigger.ready never fell while egress was stalled"
+    assert not tb.trigger_src.idle()
+    tb.force_egress_ready = None
+    await tb.drain()
+    tb.final_check()
+
+
+@cocotb.test()
+async def program_in_trigger_cycle(dut):
+    """A program takes effect before a trigger of the same index in the same cycle."""
+    tb = TB(dut)
+    await tb.start()
+    for index in range(min(8, tb.spec.table.commands)):
+        tb.program_src.queue.append({"index": index, "desc": tb.descriptor()})
+        tb.trigger_src.queue.append({"tile": 2, "dma_cmd": index})
+        await tb.run(cycles=1)
+        await tb.run(until=tb.model.idle)
+    # Reprogram index 0 in the cycle of its second trigger: the new descriptor is used.
+    tb.program_src.queue.append({"index": 0, "desc": tb.descriptor()})
+    tb.trigger_src.queue.append({"tile": 3, "dma_cmd": 0})
+    await tb.drain()
+    tb.final_check()
+
+
+@cocotb.test()
+async def error_unprogrammed_trigger(dut):
+    """A trigger of a never-programmed descriptor is flagged with its index and sends nothing."""
+    tb = TB(dut)
+    tb.program_src.queue.append({"index": 1, "desc": tb.descriptor()})
+    tb.trigger_src.queue.extend([{"tile": 0, "dma_cmd": 3}, {"tile": 0, "dma_cmd": 1},
+                                 {"tile": 0, "dma_cmd": 5}])
+    await tb.start()
+    await tb.drain()
+    status = unpack(tb.spec.status_layout, int(dut.status.value))["table"]
+    assert status["err_unprogrammed"] == 1 and status["err_unprogrammed_index"] == 3
+    assert status["triggers"] == 3 and status["issued"] == 1
+    assert tb.done_seen == [1]
+    tb.final_check(errors_expected=True)
+
+
+@cocotb.test()
+async def error_bad_descriptor(dut):
+    """Descriptors of 0 beats or more than max_beats are refused with a sticky error."""
+    tb = TB(dut)
+    t = tb.spec.table
+    good = tb.descriptor()
+    too_long = t.max_beats + 1 if t.max_beats + 1 < 2 ** t.max_beats.bit_length() else 0
+    tb.program_src.queue.extend([{"index": 2, "desc": {**good, "beats": 0}},
+                                 {"index": 4, "desc": {**good, "beats": too_long}},
+                                 {"index": 6, "desc": good}])
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    tb.trigger_src.queue.extend([{"tile": 0, "dma_cmd": 2}, {"tile": 0, "dma_cmd": 6}])
+    await tb.drain()
+    status = unpack(tb.spec.status_layout, int(dut.status.value))["table"]
+    assert status["err_bad_descriptor"] == 1 and status["err_bad_descriptor_index"] == 2
+    assert status["err_unprogrammed"] == 1 and status["err_unprogrammed_index"] == 2
+    assert tb.done_seen == [6]
+    tb.final_check(errors_expected=True)
+
+
+assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

@@ -8,6 +8,7 @@ read port and compared with the model's bank bit for bit (any NaN matches any Na
 
 from __future__ import annotations
 
+import cocotb
 import numpy as np
 
 from rtl.nmc import NearMemoryReducer
@@ -18,7 +19,7 @@ from tb.common.runner import bench_params
 from tb.common.streams import StreamSource
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import STORE, UPDATE, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat
-from tb.nmc.scenarios import RANDOM_TESTS, REQUESTS
+from tb.nmc.scenarios import DIRECTED_TESTS, RANDOM_TESTS, REQUESTS
 
 
 class TB(LockstepTB):
@@ -145,3 +146,42 @@ async def random_test(dut, addresses, source):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+@cocotb.test()
+async def back_to_back_updates_one_address(dut):
+    """A store then a long run of updates to one address, one per cycle, no stall."""
+    tb = TB(dut, read_p=0.5)
+    tb.request_src.queue.append(tb.request(5, STORE))
+    tb.request_src.queue.extend(tb.request(5, UPDATE) for _ in range(2000))
+    await tb.start()
+    await tb.drain_and_dump()
+    span = tb.request_cycles[-1] - tb.request_cycles[0] + 1
+    assert span == 2001 == tb.requests, f"2001 requests took {span} cycles"
+    assert tb.spec.requests_per_cycle == 1
+    tb.final_check()
+
+
+@cocotb.test()
+async def write_visible_after_write_latency(dut):
+    """A read issued write_latency cycles after a request sees it; one cycle earlier it does not."""
+    tb = TB(dut, read_p=0.0)
+    await tb.start()
+    latency = tb.spec.write_latency
+    for addr in range(8):
+        stored = tb.request(addr, STORE)
+        tb.request_src.queue.append(stored)
+        await tb.run(cycles=1)            # the request is accepted in this cycle
+        accept = tb.request_cycles[-1]
+        tb.read_queue = [addr] * (latency + 1)
+        await tb.run(cycles=latency + 2)
+        seen = {c: d for c, a, d in tb.read_log if a == addr}
+        # A read in cycle r shows its data in cycle r + 1.
+        assert seen[accept + latency + 1] == stored["data"], "read after write_latency missed the write"
+        assert seen[accept + latency] != stored["data"] or stored["data"] == 0, \
+            "read before write_latency already saw the write"
+    await tb.drain_and_dump()
+    tb.final_check()
+
+
+assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

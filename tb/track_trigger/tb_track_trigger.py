@@ -9,6 +9,8 @@ data at the programmed addresses.
 
 from __future__ import annotations
 
+import cocotb
+
 from rtl.track_trigger import TrackAndTrigger
 from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.memory import BenchMemory, ReadPortResponder
@@ -18,7 +20,8 @@ from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.tb_dma import DmaChecks, random_descriptor
 from tb.track_trigger.model import TrackAndTriggerModel
-from tb.track_trigger.scenarios import RANDOM_TESTS
+from tb.track_trigger.scenarios import DIRECTED_TESTS, RANDOM_TESTS
+from tb.tracker.model import LOCAL
 from tb.tracker.traffic import LegalTraffic
 
 
@@ -150,3 +153,58 @@ async def random_test(dut, source, sink):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+@cocotb.test()
+async def update_to_egress_latency(dut):
+    """An isolated tile's first beat leaves exactly update_to_egress_latency after its last update."""
+    tb = TB(dut)
+    tb.program_all()
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    for n in range(12):
+        threshold = tb.rng.randint(1, 20)
+        tb.arm_src.queue.append({"tile": n, "threshold": threshold, "dma_cmd": n})
+        tb.update_src.queue.extend({"tile": n, "source": LOCAL, "_last": i == threshold - 1}
+                                   for i in range(threshold))
+        before = len(tb.egress_cycles)
+        await tb.drain()
+        latency = tb.egress_cycles[before] - tb.last_update_cycle[-1]
+        assert latency == tb.top.update_to_egress_latency, (
+            f"tile {n}: {latency} cycles, documented {tb.top.update_to_egress_latency}")
+    tb.final_check()
+
+
+@cocotb.test()
+async def tracker_and_dma_at_full_rate_together(dut):
+    """Updates enter at one per cycle while the completed tiles leave at one beat per cycle."""
+    tb = TB(dut)
+    beats = max(8, tb.top.dma.min_beats_for_full_rate)
+    t = tb.top.dma.table
+    for i in range(t.commands):
+        desc = random_descriptor(tb.rng, addr_width=t.addr_width, max_beats=t.max_beats, port_width=t.port_width)
+        tb.program_src.queue.append({"index": i, "desc": {**desc, "beats": beats}})
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    tiles = 40
+    # Two tiles in flight, interleaved, each needing `beats` writes and sending `beats` beats.
+    for n in range(tiles):
+        tb.arm_src.queue.append({"tile": n % tb.top.tracker.entries, "threshold": beats, "dma_cmd": n % t.commands})
+    for pair in range(0, tiles, 2):
+        for i in range(beats):
+            for n in (pair, pair + 1):
+                tb.update_src.queue.append({"tile": n, "source": LOCAL, "_last": i == beats - 1})
+    await tb.drain()
+    updates = tiles * beats
+    update_span = tb.update_cycles[-1] - tb.update_cycles[0] + 1
+    egress_span = tb.egress_cycles[-1] - tb.egress_cycles[0] + 1
+    overlap = min(tb.update_cycles[-1], tb.egress_cycles[-1]) - max(tb.update_cycles[0], tb.egress_cycles[0])
+    tb.log.info("updates %d in %d cycles, beats %d in %d cycles, overlapping %d cycles",
+                updates, update_span, len(tb.egress_beats), egress_span, overlap)
+    assert update_span == updates, f"{updates} updates took {update_span} cycles"
+    assert egress_span == len(tb.egress_beats) == updates, f"{updates} beats took {egress_span} cycles"
+    assert overlap > updates // 2, "tracker and DMA did not run at the same time"
+    tb.final_check()
+
+
+assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

@@ -6,14 +6,16 @@ Run through ``tb/tracker/test_tracker.py`` (pytest), never collected by pytest i
 
 from __future__ import annotations
 
+import cocotb
+
 from rtl.tracker import TrackerTable
 from tb.common.lockstep import LockstepTB, register_tests
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
-from tb.tracker.model import TrackerTableModel
-from tb.tracker.scenarios import RANDOM_TESTS
+from tb.tracker.model import LOCAL, REMOTE, TrackerTableModel
+from tb.tracker.scenarios import DIRECTED_TESTS, RANDOM_TESTS
 from tb.tracker.traffic import LegalTraffic
 
 
@@ -145,3 +147,131 @@ async def random_test(dut, source, sink):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+# -- directed tests -------------------------------------------------------------------------
+
+@cocotb.test()
+async def back_to_back_same_tile(dut):
+    """One tile at full rate to its maximum threshold, then two tiles interleaved."""
+    tb = TB(dut)
+    top = min(200, 2**tb.spec.count_width - 1)
+    tb.arm_src.queue.append({"tile": 1, "threshold": top, "dma_cmd": 1})
+    await tb.start()
+    await tb.run(cycles=1)
+    tb.update_src.queue.extend({"tile": 1, "source": LOCAL} for _ in range(top))
+    await tb.drain()
+    last_update = tb.update_accept_cycle[1]
+    rise = [c for tile, c in tb.trigger_valid_rise if tile == 1]
+    assert rise == [last_update + tb.spec.trigger_latency], (
+        f"trigger rose at {rise}, last update at {last_update}, trigger_latency {tb.spec.trigger_latency}")
+    # Hazard distance 1 and 2: A B A B ...
+    tb.arm_src.queue.extend([{"tile": 2, "threshold": top, "dma_cmd": 2},
+                             {"tile": 3, "threshold": top, "dma_cmd": 3}])
+    await tb.run(cycles=2)
+    tb.update_src.queue.extend({"tile": t, "source": REMOTE} for _ in range(top) for t in (2, 3))
+    start = tb.cycle
+    await tb.drain()
+    # Full rate: 2*top updates in 2*top cycles (plus the drain tail), no bubbles.
+    busy = tb.update_accept_cycle[3] - start + 1
+    assert busy == 2 * top, f"{2 * top} updates took {busy} cycles"
+    tb.final_check()
+
+
+@cocotb.test()
+async def all_entries_in_flight(dut):
+    """Arm every entry, then update them round robin so that all are armed at once."""
+    tb = TB(dut)
+    entries = tb.spec.entries
+    rounds = min(3, 2**tb.spec.count_width - 1)
+    tb.arm_src.queue.extend({"tile": t, "threshold": rounds, "dma_cmd": t % 2**tb.spec.dma_cmd_width}
+                            for t in range(entries))
+    tb.update_src.queue.extend({"tile": t, "source": (t + r) % 2} for r in range(rounds) for t in range(entries))
+    await tb.start()
+    await tb.drain()
+    assert tb.max_armed_entries == entries, f"peak armed entries {tb.max_armed_entries} != {entries}"
+    tb.final_check()
+
+
+@cocotb.test()
+async def rearm_right_after_trigger(dut):
+    """One tile re-armed in the cycle after its last update, with arm and update together."""
+    tb = TB(dut)
+    tb.use_traffic(tiles=[5], arms=120, max_in_flight=1, repeat_tile=1.0)
+    await tb.start()
+    await tb.drain()
+    assert len(tb.trigger_sink.received) == 120
+    tb.final_check()
+
+
+@cocotb.test()
+async def trigger_stalled_until_queue_full(dut):
+    """A stalled trigger sink fills the queue; update.ready falls and nothing is lost."""
+    tb = TB(dut)
+    tiles = min(40, tb.spec.entries)
+    tb.arm_src.queue.extend({"tile": t, "threshold": 1, "dma_cmd": 0} for t in range(tiles))
+    tb.update_src.queue.extend({"tile": t, "source": LOCAL} for t in range(tiles))
+    tb.force_trigger_ready = 0
+    await tb.start()
+    await tb.run(cycles=100)
+    assert tb.updates_accepted == tb.spec.trigger_depth, (
+        f"accepted {tb.updates_accepted} updates into a {tb.spec.trigger_depth}-deep stalled queue")
+    assert tb.update_ready_low_cycles > 0
+    tb.force_trigger_ready = None
+    await tb.drain()
+    tb.final_check()
+
+
+async def _error_prologue(tb: TB, arms, updates):
+    tb.arm_src.queue.extend(arms)
+    await tb.start()
+    await tb.run(cycles=len(arms))
+    tb.update_src.queue.extend(updates)
+    await tb.drain()
+    return unpack(tb.spec.status_layout, int(tb.dut.status.value))
+
+
+@cocotb.test()
+async def error_unarmed_update(dut):
+    """Updates to unarmed tiles flag the first one; armed tiles keep working."""
+    tb = TB(dut)
+    status = await _error_prologue(
+        tb, [{"tile": 3, "threshold": 2, "dma_cmd": 1}],
+        [{"tile": 3, "source": LOCAL}, {"tile": 6, "source": LOCAL},
+         {"tile": 7, "source": REMOTE}, {"tile": 3, "source": REMOTE}])
+    assert status["err_unarmed_update"] == 1 and status["err_unarmed_update_tile"] == 6
+    assert status["local_updates"] == 2 and status["remote_updates"] == 2
+    assert [t["tile"] for t in tb.trigger_sink.received] == [3]
+    tb.final_check(errors_expected=True)
+
+
+@cocotb.test()
+async def error_rearm(dut):
+    """Arming an armed tile is flagged and keeps the first arm's threshold and command."""
+    tb = TB(dut)
+    status = await _error_prologue(
+        tb, [{"tile": 4, "threshold": 3, "dma_cmd": 2}, {"tile": 4, "threshold": 1, "dma_cmd": 5}],
+        [{"tile": 4, "source": LOCAL}] * 3)
+    assert status["err_rearm"] == 1 and status["err_rearm_tile"] == 4
+    assert status["err_unarmed_update"] == 0
+    assert [(t["tile"], t["dma_cmd"]) for t in tb.trigger_sink.received] == [(4, 2)]
+    tb.final_check(errors_expected=True)
+
+
+@cocotb.test()
+async def error_zero_threshold(dut):
+    """A zero threshold is flagged and does not arm the entry; a later proper arm works."""
+    tb = TB(dut)
+    status = await _error_prologue(
+        tb, [{"tile": 9 % tb.spec.entries, "threshold": 0, "dma_cmd": 1}],
+        [{"tile": 9 % tb.spec.entries, "source": LOCAL}])
+    assert status["err_zero_threshold"] == 1 and status["err_zero_threshold_tile"] == 9 % tb.spec.entries
+    assert status["err_unarmed_update"] == 1 and status["armed_entries"] == 0
+    tb.arm_src.queue.append({"tile": 9 % tb.spec.entries, "threshold": 1, "dma_cmd": 1})
+    tb.update_src.queue.append({"tile": 9 % tb.spec.entries, "source": LOCAL})
+    await tb.drain()
+    assert len(tb.trigger_sink.received) == 1
+    tb.final_check(errors_expected=True)
+
+
+assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"
