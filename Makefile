@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test report sweep characterize verilog clean distclean iverilog venv
+.PHONY: help test report sweep characterize verilog lint clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -53,6 +53,10 @@ characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_t
 
 verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
 	$(PY) -m rtl.generate --out build/verilog
+
+lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every generated Verilog
+	$(PY) -m ruff check .
+	$(PY) -m rtl.lint
 
 clean: ## Remove build outputs (build/, sim_build/, caches); keeps .venv
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
