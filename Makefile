@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test report sweep characterize verilog lint clean distclean iverilog venv
+.PHONY: help test report sweep characterize verilog lint bench clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -57,6 +57,9 @@ verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
 lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every generated Verilog
 	$(PY) -m ruff check .
 	$(PY) -m rtl.lint
+
+bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
+	$(PY) -m tb.bench
 
 clean: ## Remove build outputs (build/, sim_build/, caches); keeps .venv
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
