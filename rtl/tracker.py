@@ -9,7 +9,7 @@ tracker emits a trigger naming the pre-programmed DMA command that forwards the 
 
 from __future__ import annotations
 
-from amaranth.hdl import Elaboratable, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -263,11 +263,12 @@ class TrackerTable(wiring.Component):
             trigger_in.dma_cmd.eq(config_rd.data.dma_cmd),
             trigger_fifo.w_data.eq(trigger_in),
         ]
-        # Order matters: the completion is older than an arm of the same cycle.
-        with m.If(s1_complete):
-            m.d.sync += armed.bit_select(s1_tile, 1).eq(0)
-        with m.If(arm_ok):
-            m.d.sync += armed.bit_select(arm.tile, 1).eq(1)
+        # One-hot decoders rather than two dynamic bit assignments: the same function, but a
+        # decoder and one AND-OR per entry instead of a priority mux per entry. The completion
+        # is older than an arm of the same cycle, so it clears first.
+        cleared = Mux(s1_complete, Const(1, entries) << s1_tile, 0)
+        set_ = Mux(arm_ok, Const(1, entries) << arm.tile, 0)
+        m.d.sync += armed.eq((armed & ~cleared) | set_)
 
         # -- trigger output ---------------------------------------------------------------
         m.d.comb += [
