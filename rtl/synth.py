@@ -68,9 +68,10 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     folder.mkdir(parents=True, exist_ok=True)
     write_verilog(block, folder / f"{name}.v", **params)
     started = time.perf_counter()
-    _yosys(f"read_verilog {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
+    # -sv: the arbiter carries immediate assertions.
+    _yosys(f"read_verilog -sv {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
     generic = _cells(folder / f"{name}_generic.json")
-    _yosys(f"read_verilog {name}.v; synth_ecp5 -noiopad -top {block} -json {name}_ecp5.json; "
+    _yosys(f"read_verilog -sv {name}.v; synth_ecp5 -noiopad -top {block} -json {name}_ecp5.json; "
            f"tee -q -o {name}_ecp5_stat.json stat -json", folder)
     ecp5 = _cells(folder / f"{name}_ecp5_stat.json")
     row = {
