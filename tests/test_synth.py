@@ -1,8 +1,10 @@
-"""`make synth` essentials that CI can afford: the 256-entry tracker's counters map to block RAM."""
+"""`make synth` essentials that CI can afford: block RAM for the tracker, the timing harness, the CLI."""
 
 from __future__ import annotations
 
-from rtl.synth import synthesize
+import pytest
+
+from rtl.synth import main, merge_rows, synthesize
 
 
 def test_tracker_256_counters_are_block_ram(tmp_path):
@@ -11,3 +13,32 @@ def test_tracker_256_counters_are_block_ram(tmp_path):
     assert row["brams"] >= 2, row
     # The armed bits are flip-flops: one per entry, plus the pipeline and status registers.
     assert 256 <= row["ffs"] < 600, row
+
+
+def test_latency_1_adder_is_timed_behind_input_registers(tmp_path):
+    # Without the harness the adder has no register-to-register path and no Fmax at all.
+    row = synthesize("adder", "fp_adder", {"format": "bfloat16"}, tmp_path, register_inputs=True)
+    assert row["fmax_MHz"] is not None and row["fmax_MHz"] > 1, row
+    # Resource counts are those of the bare block: 16 result bits and a valid bit.
+    assert row["ffs"] == 17, row
+
+
+def test_merge_keeps_other_rows_in_table_order():
+    old = [{"label": "tracker 64", "luts": 1}, {"label": "T3 slice", "luts": 2}]
+    new = [{"label": "tracker 64", "luts": 3}, {"label": "memory arbiter (64-bit requests)", "luts": 4}]
+    assert merge_rows(old, new) == [{"label": "tracker 64", "luts": 3},
+                                {"label": "memory arbiter (64-bit requests)", "luts": 4},
+                                {"label": "T3 slice", "luts": 2}]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--only", "no such block"], "--only 'no such block' matches none of: tracker 64, "),
+    (["--only", "("], "--only is not a regular expression: "),
+    (["--jobs", "0"], "--jobs must be at least 1, not 0"),
+])
+def test_cli_rejects_bad_arguments(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "synth.json").exists()

@@ -61,6 +61,23 @@ class LockstepTB:
     def drive(self) -> None:
         raise NotImplementedError
 
+    def quiescent(self) -> bool:
+        """True once all stimulus is consumed and the model owes no more output (for :meth:`drain`)."""
+        raise NotImplementedError
+
+    @property
+    def settle_cycles(self) -> int:
+        """Idle cycles :meth:`drain` runs after :meth:`quiescent`: the DUT's longest latency and a margin.
+
+        Nothing may appear on an output in them, and the per-cycle checks go on.
+        """
+        return 4
+
+    async def drain(self, *, timeout: int = 300_000) -> None:
+        """Run until :meth:`quiescent`, then :attr:`settle_cycles` more."""
+        await self.run(until=self.quiescent, timeout=timeout)
+        await self.run(cycles=self.settle_cycles)
+
     def check(self) -> None:
         raise NotImplementedError
 

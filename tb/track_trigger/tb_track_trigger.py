@@ -114,9 +114,9 @@ class TB(LockstepTB, DmaChecks):
         return (self.arm_src.idle() and self.update_src.idle() and self.program_src.idle()
                 and (self.traffic is None or self.traffic.done()) and self.model.idle())
 
-    async def drain(self, timeout: int = 300_000) -> None:
-        await self.run(until=self.quiescent, timeout=timeout)
-        await self.run(cycles=self.top.update_to_egress_latency + 2)
+    @property
+    def settle_cycles(self) -> int:
+        return self.top.update_to_egress_latency + 2
 
     def final_check(self) -> None:
         status = unpack(self.top.status_layout, int(self.dut.status.value))

@@ -107,11 +107,6 @@ class TB(LockstepTB):
                 and (self.traffic is None or self.traffic.done())
                 and not m.armed and m.in_flight is None and not m.queue)
 
-    async def drain(self, timeout: int = 200_000) -> None:
-        """Run until all stimulus is consumed and every trigger has been handed out."""
-        await self.run(until=self.quiescent, timeout=timeout)
-        await self.run(cycles=4)  # a few idle cycles: nothing may appear from nowhere
-
     def final_check(self, *, errors_expected: bool = False) -> None:
         status = unpack(self.spec.status_layout, int(self.dut.status.value))
         self.log.info("cycles=%d updates=%d arms=%d triggers=%d checks=%d mismatches=%d",
