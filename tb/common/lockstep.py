@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import random
+import time
 
 import cocotb
 from cocotb.clock import Clock
@@ -36,8 +37,10 @@ class LockstepTB:
         self.log.info("random seed %d (replay with the SEED= line that pytest printed)", self.seed)
         self.scoreboard = Scoreboard(self.log)
         self.cycle = 0
+        self._started = time.perf_counter()
 
     async def start(self, *, reset_cycles: int = 2) -> None:
+        self._started = time.perf_counter()
         Clock(self.dut.clk, CLOCK_PERIOD_NS, unit="ns").start()
         self.reset_inputs()
         self.dut.rst.value = 1
@@ -46,10 +49,15 @@ class LockstepTB:
         self.dut.rst.value = 0
 
     def write_stats(self, **counts: int) -> None:
-        """Leave this test's figures for the pytest runner's summary (cycles, checks, ...)."""
+        """Leave this test's figures for the pytest runner's summary (cycles, checks, ...).
+
+        ``wall_s`` is the wall time since :meth:`start`: ``make bench`` divides the cycles by
+        it for a simulation rate free of the simulator's start-up.
+        """
         path = os.environ.get(STATS_ENV)
         stats = {"cycles": self.cycle, "checks": self.scoreboard.checks,
-                 "mismatches": self.scoreboard.mismatches, **counts}
+                 "mismatches": self.scoreboard.mismatches, **counts,
+                 "wall_s": round(time.perf_counter() - self._started, 4)}
         self.log.info("stats: %s", stats)
         if path:
             with open(path, "w") as f:
