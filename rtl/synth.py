@@ -136,15 +136,17 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
         "timed_with_input_registers": register_inputs,
         "synth_s": round(time.perf_counter() - started, 1),
     }
+    timed = name
+    if register_inputs:
+        timed = f"{name}_inreg"
+        os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+        harness = InputRegisters(block=build_component(block, **params))
+        (folder / f"{timed}.v").write_text(verilog.convert(harness, name=timed, emit_src=False))
+        _yosys(f"read_verilog -sv {timed}.v; synth_ecp5 -noiopad -top {timed} -json {timed}_ecp5.json; "
+               f"tee -q -o {timed}_ecp5_stat.json stat -json", folder)
+        row["timed_ffs"] = _cells(folder / f"{timed}_ecp5_stat.json").get("TRELLIS_FF", 0)
     if pnr:
         started = time.perf_counter()
-        timed = name
-        if register_inputs:
-            timed = f"{name}_inreg"
-            os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
-            harness = InputRegisters(block=build_component(block, **params))
-            (folder / f"{timed}.v").write_text(verilog.convert(harness, name=timed, emit_src=False))
-            _yosys(f"read_verilog -sv {timed}.v; synth_ecp5 -noiopad -top {timed} -json {timed}_ecp5.json", folder)
         row["fmax_MHz"], _ = _place_and_route(timed, folder)
         if row["fmax_MHz"] is None:
             row["pnr_note"] = "no register-to-register path to time"
