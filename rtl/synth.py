@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -154,22 +155,23 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     return row
 
 
-def tool_startup_times() -> dict[str, dict[str, float]]:
-    """Seconds of a ``--version`` call of each WebAssembly tool, cold (empty cache) and warm.
+def tool_startup_times(runs: int = 3) -> dict[str, dict[str, float]]:
+    """Median seconds of a ``--version`` call of each WebAssembly tool, cold (empty cache) and warm.
 
-    The cold call compiles the WebAssembly module into a fresh cache folder; the warm call
-    that follows reuses it. The user's own cache is left alone.
+    Each run's cold call compiles the WebAssembly module into a fresh cache folder; the warm
+    call that follows reuses it. The user's own cache is left alone.
     """
-    times = {}
-    with tempfile.TemporaryDirectory(prefix="yowasp-cache-") as cache:
-        env = {**os.environ, "YOWASP_CACHE_DIR": cache}
-        for tool in TOOLS:
-            times[tool] = {}
-            for state in ("cold", "warm"):
-                started = time.perf_counter()
-                subprocess.run([_tool(tool), "--version"], env=env, check=True, capture_output=True)
-                times[tool][f"{state}_s"] = round(time.perf_counter() - started, 1)
-    return times
+    samples: dict[str, dict[str, list[float]]] = {tool: {"cold_s": [], "warm_s": []} for tool in TOOLS}
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="yowasp-cache-") as cache:
+            env = {**os.environ, "YOWASP_CACHE_DIR": cache}
+            for tool in TOOLS:
+                for state in ("cold_s", "warm_s"):
+                    started = time.perf_counter()
+                    subprocess.run([_tool(tool), "--version"], env=env, check=True, capture_output=True)
+                    samples[tool][state].append(time.perf_counter() - started)
+    return {tool: {state: round(statistics.median(values), 1) for state, values in states.items()} | {"runs": runs}
+            for tool, states in samples.items()}
 
 
 def _markdown(rows: list[dict], startup: dict | None) -> str:
@@ -183,7 +185,7 @@ def _markdown(rows: list[dict], startup: dict | None) -> str:
         lines.append(f"| {r['label']} | {params} | {r['luts']} | {r['ffs']} | {r['brams']} | {r['lutrams']} | "
                      f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} |")
     if startup:
-        lines += ["", "| WebAssembly tool | cold call (s) | warm call (s) |", "|---|---|---|"]
+        lines += ["", "| WebAssembly tool | cold call (s, median) | warm call (s, median) |", "|---|---|---|"]
         lines += [f"| {tool} | {t['cold_s']} | {t['warm_s']} |" for tool, t in startup.items()]
     return "\n".join(lines) + "\n"
 
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help="regular expression on the labels to synthesize")
     parser.add_argument("--no-pnr", action="store_true", help="skip place and route (no Fmax)")
     parser.add_argument("--startup", action="store_true",
-                        help="also measure the cold and warm start-up of the WebAssembly tools")
+                        help="also measure the cold and warm start-up of the WebAssembly tools (median of 3)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="parameter sets synthesized at once (default: %(default)s, one per core)")
     parser.add_argument("--out", type=Path, default=REPO / "sim_results")
