@@ -94,6 +94,13 @@ def _cells(stat_file: Path) -> dict[str, int]:
     return {k: int(v) for k, v in design.get("num_cells_by_type", {}).items()}
 
 
+def _synth_ecp5(name: str, top: str, folder: Path) -> dict[str, int]:
+    """``synth_ecp5`` of ``{name}.v`` into ``{name}_ecp5.json`` (for nextpnr); its cell counts."""
+    _yosys(f"read_verilog -sv {name}.v; synth_ecp5 -noiopad -top {top} -json {name}_ecp5.json; "
+           f"tee -q -o {name}_ecp5_stat.json stat -json", folder)
+    return _cells(folder / f"{name}_ecp5_stat.json")
+
+
 def _place_and_route(name: str, folder: Path) -> tuple[float | None, str]:
     """Fmax (MHz) of ``{name}_ecp5.json`` after out-of-context place and route, and the log."""
     log = folder / f"{name}_pnr.log"
@@ -121,9 +128,7 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     # -sv: the arbiter carries immediate assertions.
     _yosys(f"read_verilog -sv {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
     generic = _cells(folder / f"{name}_generic.json")
-    _yosys(f"read_verilog -sv {name}.v; synth_ecp5 -noiopad -top {block} -json {name}_ecp5.json; "
-           f"tee -q -o {name}_ecp5_stat.json stat -json", folder)
-    ecp5 = _cells(folder / f"{name}_ecp5_stat.json")
+    ecp5 = _synth_ecp5(name, block, folder)
     row = {
         "label": label, "block": block, "params": params,
         "generic_cells": sum(generic.values()),
@@ -143,9 +148,7 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
         os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
         harness = InputRegisters(block=build_component(block, **params))
         (folder / f"{timed}.v").write_text(verilog.convert(harness, name=timed, emit_src=False))
-        _yosys(f"read_verilog -sv {timed}.v; synth_ecp5 -noiopad -top {timed} -json {timed}_ecp5.json; "
-               f"tee -q -o {timed}_ecp5_stat.json stat -json", folder)
-        row["timed_ffs"] = _cells(folder / f"{timed}_ecp5_stat.json").get("TRELLIS_FF", 0)
+        row["timed_ffs"] = _synth_ecp5(timed, timed, folder).get("TRELLIS_FF", 0)
     if pnr:
         started = time.perf_counter()
         row["fmax_MHz"], _ = _place_and_route(timed, folder)
