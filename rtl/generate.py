@@ -28,7 +28,7 @@ from .t3_slice import T3Slice
 from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
-__all__ = ["Block", "BLOCKS", "build_component", "to_verilog", "write_verilog", "main"]
+__all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog", "main"]
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,16 @@ def build_component(block: str, **params) -> wiring.Component:
     return spec.factory(**{**spec.defaults, **params})
 
 
-def to_verilog(block: str, **params) -> str:
-    """Return the Verilog text of ``block`` as module ``block``."""
+def component_verilog(component: wiring.Component, name: str) -> str:
+    """Return the Verilog text of ``component`` as module ``name``."""
     # Debian's system yosys is too old for Amaranth 0.5; always use the PyPI build.
     os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
-    component = build_component(block, **params)
-    return verilog.convert(component, name=block, emit_src=False)
+    return verilog.convert(component, name=name, emit_src=False)
+
+
+def to_verilog(block: str, **params) -> str:
+    """Return the Verilog text of ``block`` as module ``block``."""
+    return component_verilog(build_component(block, **params), block)
 
 
 def write_verilog(block: str, path: os.PathLike | str, **params) -> Path:

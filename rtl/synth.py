@@ -32,9 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amaranth.back import verilog
-
-from .generate import build_component, write_verilog
+from .generate import build_component, component_verilog, write_verilog
 from .timing_harness import InputRegisters
 
 __all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "tool_startup_times", "merge_rows", "main"]
@@ -145,9 +143,8 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     timed = name
     if register_inputs:
         timed = f"{name}_inreg"
-        os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
         harness = InputRegisters(block=build_component(block, **params))
-        (folder / f"{timed}.v").write_text(verilog.convert(harness, name=timed, emit_src=False))
+        (folder / f"{timed}.v").write_text(component_verilog(harness, timed))
         row["timed_ffs"] = _synth_ecp5(timed, timed, folder).get("TRELLIS_FF", 0)
     if pnr:
         started = time.perf_counter()

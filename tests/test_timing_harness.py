@@ -70,7 +70,6 @@ def test_inputs_one_cycle_late_outputs_through(make_block):
                 if value is not None:
                     assert ctx.get(inside) == value, path
             previous = driven
-        assert previous is not None
 
     sim.add_testbench(bench)
     sim.run()
