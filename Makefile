@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test report sweep characterize verilog lint bench synth clean distclean iverilog venv
+.PHONY: help test soak report sweep characterize verilog lint bench synth clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -41,6 +41,9 @@ iverilog: ## Install Icarus Verilog with apt-get if it is missing
 
 test: $(STAMP) iverilog ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
 	$(PY) -m pytest
+
+soak: $(STAMP) iverilog ## The big ring regressions make test skips: 256 tiles per chunk, N = 8 (SEED=; about 20 min)
+	T3_SOAK=1 $(PY) -m pytest tb/ring -k soak
 
 report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/PNG in sim_results/
 	$(PY) -m system_model report --preset t3-paper --out sim_results

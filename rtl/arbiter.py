@@ -35,17 +35,30 @@ class RequestClass(enum.Enum, shape=1):
 class MemoryArbiter(wiring.Component):
     """Grants one request per cycle from ``compute`` or ``comm`` into the DRAM command queue.
 
-    Policy, in a cycle where ``grant.ready`` is high:
+    Policy: in each cycle the arbiter offers one class's request on ``grant``; the request
+    is granted when ``grant.ready`` is high.
 
     * ``MCA``: a communication request that has waited ``starvation_limit`` cycles is
-      granted; otherwise compute is granted if it requests; otherwise communication is
-      granted if ``queue_level < threshold``.
+      offered; otherwise compute is offered if it requests; otherwise communication is
+      offered if ``queue_level < threshold``.
     * ``ROUND_ROBIN``: the class not granted last, when both request.
 
-    The wait of the communication request at the head (``status.comm_wait``) counts the
-    cycles in which it requests, the queue could accept (``grant.ready``) and it is not
-    granted. It never exceeds ``starvation_limit`` in ``MCA`` mode; the RTL carries this as
-    an assertion, proven by induction with yosys (``tests/test_arbiter_formal.py``).
+    The wait of the communication request at the head (``status.comm_wait``) counts *every*
+    cycle in which it requests and is not granted, whether or not the queue could accept
+    (``grant.ready``). A wait counted only while ``grant.ready`` is high freezes when the
+    bank back-pressures the compute request that is offered instead, and the starvation
+    rule then never fires: that was one link of the deadlock the T3 slice had. In ``MCA``
+    mode a communication request that has waited ``starvation_limit`` cycles is the one
+    offered, and while ``grant.ready`` stays high its wait never exceeds the limit; the RTL
+    carries both as assertions, proven by induction with yosys
+    (``tests/test_arbiter_formal.py``).
+
+    ``grant`` is a decision, not a buffered stream: it is re-made every cycle from the
+    current requests, so an offer the consumer refused may be replaced in the next cycle
+    (a communication request that has just started to starve takes the place of a compute
+    request the bank could not take). Its consumer must therefore act in the same cycle,
+    as the slice's bank does, and not latch an offer across cycles. The request streams
+    themselves keep the stream rules: a request leaves its class only when granted.
 
     Timing: combinational grant, no added latency; :attr:`grants_per_cycle` = 1.
 
@@ -130,7 +143,7 @@ class MemoryArbiter(wiring.Component):
             with m.If(wait > status.max_comm_wait):
                 m.d.sync += status.max_comm_wait.eq(wait)
             m.d.sync += status.comm_grants.eq(status.comm_grants + 1)
-        with m.Elif(self.comm.valid & self.grant.ready & (wait != (1 << self._wait_width) - 1)):
+        with m.Elif(self.comm.valid & (wait != (1 << self._wait_width) - 1)):
             m.d.sync += wait.eq(wait + 1)
         with m.If(self.compute.ready):
             m.d.sync += [status.compute_grants.eq(status.compute_grants + 1), last_compute.eq(1)]
@@ -156,6 +169,6 @@ class MemoryArbiter(wiring.Component):
                                           & (Value.cast(granted.request) == Value.cast(self.compute.payload))),
                    "compute request altered"),
         ]
-        with m.If((self.mode == ArbiterMode.MCA) & self.comm.valid & self.grant.ready & ~self.comm.ready):
-            m.d.sync += Assert(wait < self.starvation_limit, "communication starved past the limit")
+        with m.If((self.mode == ArbiterMode.MCA) & starving):
+            m.d.sync += Assert(pick_comm, "a starving communication request is not the one offered")
         return m

@@ -3,12 +3,18 @@
 ``python -m rtl.generate [--out DIR] [BLOCK ...]`` writes ``DIR/<block>.v`` for each
 registered block with its default parameters. The benches call :func:`write_verilog`
 with their own parameter sets, so the Verilog they simulate comes from the same code.
+
+For simulation (``simulation=True``, what the benches use) the Verilog is post-processed by
+:func:`simulation_asserts`: every Amaranth ``Assert`` becomes a check that stops the
+simulator with ``$fatal``, on Icarus and on Verilator alike. ``make verilog``, lint and
+synthesis keep Amaranth's text unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,13 +28,16 @@ from .dma_engine import DmaEngine
 from .dma_path import DmaPath
 from .dma_table import DmaCommandTable
 from .fp_add import FpAdder
+from .link import LinkModel
 from .nmc import NearMemoryReducer
 from .ring import T3Ring
+from .stream_mux import StreamMux
 from .t3_slice import T3Slice
 from .track_trigger import TrackAndTrigger
 from .tracker import TrackerTable
 
-__all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog", "main"]
+__all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
+           "simulation_asserts", "ASSERT_PREFIX", "main"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,9 @@ BLOCKS: dict[str, Block] = {
         Block("dma_engine", DmaEngine, {}, "DMA engine, 256-bit beats, read latency 1"),
         Block("dma_path", DmaPath, {}, "command table -> DMA engine"),
         Block("track_and_trigger", TrackAndTrigger, {}, "tracker -> command table -> DMA engine"),
+        Block("stream_mux", StreamMux, {"payload_shape": 8}, "two-input round-robin stream mux, 8-bit payload"),
+        Block("link_model", LinkModel, {"payload_shape": 16, "latency": 8, "cycles_per_beat": 2},
+              "GPU-to-GPU link: 16-bit beats, 8 cycles, 1 beat / 2 cycles"),
     ]
 }
 
@@ -77,18 +89,111 @@ def component_verilog(component: wiring.Component, name: str) -> str:
     return verilog.convert(component, name=name, emit_src=False)
 
 
-def to_verilog(block: str, **params) -> str:
-    """Return the Verilog text of ``block`` as module ``block``."""
-    return component_verilog(build_component(block, **params), block)
+#: What a failed assertion prints (then the simulator stops with ``$fatal``).
+ASSERT_PREFIX = "ASSERTION FAILED"
+
+# Amaranth 0.5 writes a sync-domain ``Assert(cond, msg)`` inside ``always @(posedge clk)`` as
+#     if (!\$26 )
+#       $write("msg");
+#     assert (\$26 );
+# and one without a message as the bare ``assert``. ``Assume`` reads the same with ``assume``.
+_IDENT = r"(?:\\\S+ |[A-Za-z_][A-Za-z0-9_$]*)"
+_ASSERT_RE = re.compile(
+    rf"^(?P<indent>[ \t]*)(?:if \(!(?P<msg_cond>{_IDENT})\)\n[ \t]*\$write\((?P<args>.*)\);\n[ \t]*)?"
+    rf"(?P<kind>assert|assume) \((?P<cond>{_IDENT})\);[ \t]*$",
+    re.MULTILINE)
+_ANY_ASSERT_RE = re.compile(r"\b(?:assert|assume)\b")
+_STRING_RE = re.compile(r'"(?:\\.|[^"\\])*"')
+_MODULE_RE = re.compile(r"^module\s.*?^endmodule\b", re.MULTILINE | re.DOTALL)
+_ALWAYS_RE = re.compile(r"always\s*@(?:\(\s*posedge\s+(?P<clk>\S+?)\s*\)|\*|\()")
 
 
-def write_verilog(block: str, path: os.PathLike | str, **params) -> Path:
+def _reset_of(clock: str) -> str:
+    """Amaranth's reset port of the domain clocked by ``clock``: ``clk`` -> ``rst``, ``x_clk`` -> ``x_rst``."""
+    if clock == "clk":
+        return "rst"
+    if clock.endswith("_clk"):
+        return clock[:-3] + "rst"
+    raise ValueError(f"cannot tell the reset of clock {clock!r}")
+
+
+def _module_asserts(module: str) -> str:
+    header = module.split("\n", 1)[0]
+    name = header.split()[1].split("(")[0]
+    live: dict[str, str] = {}   # clock -> its live flag
+
+    def rewrite(match: re.Match) -> str:
+        cond, msg_cond = match["cond"], match["msg_cond"]
+        if msg_cond is not None and msg_cond != cond:
+            raise ValueError(f"module {name}: assertion message guards {msg_cond!r}, asserts {cond!r}")
+        always = list(_ALWAYS_RE.finditer(module, 0, match.start()))
+        clock = always[-1]["clk"] if always else None
+        if clock is None:
+            raise ValueError(f"module {name}: {match['kind']} ({cond.strip()}) is not in an always @(posedge ...) "
+                             "block; a combinational Assert would fire on simulator glitches, use m.d.sync")
+        reset = _reset_of(clock)
+        if not re.search(rf"^\s*input\s+(?:\[[^\]]*\]\s*)?{re.escape(reset)}\s*;", module, re.MULTILINE):
+            raise ValueError(f"module {name}: an assertion clocked by {clock} needs a {reset} input")
+        flag = live.setdefault(clock, f"t3_sim_live_{clock}")
+        ind = match["indent"]
+        what = match["kind"].upper()
+        lines = [f"{ind}if (({cond}) !== 1'b1 && {flag}) begin",
+                 f'{ind}  $write("{ASSERT_PREFIX} ({what}) in %m: ");']
+        lines.append(f"{ind}  $display({match['args']});" if match["args"] is not None
+                     else f'{ind}  $display("{cond.strip().lstrip(chr(92))} is not 1");')
+        lines += [f"{ind}  $fatal(1);", f"{ind}end"]
+        return "\n".join(lines)
+
+    body = _ASSERT_RE.sub(rewrite, module)
+    if _ANY_ASSERT_RE.search(_STRING_RE.sub('""', body)):
+        line = next(x for x in body.splitlines() if _ANY_ASSERT_RE.search(_STRING_RE.sub('""', x)))
+        raise ValueError(f"module {name}: unrecognised assertion {line.strip()!r}; "
+                         "update rtl.generate._ASSERT_RE for this Amaranth version")
+    if not live:
+        return body
+    decls = []
+    for clock, flag in live.items():
+        if re.search(rf"\b{flag}\b", module):
+            raise ValueError(f"module {name}: {flag} already exists")
+        # False until the reset has been high at a clock edge: X inputs before the first
+        # reset do not count; from then on every edge is checked.
+        decls += [f"  reg {flag} = 1'h0;",
+                  f"  always @(posedge {clock})",
+                  f"    if ({_reset_of(clock)} === 1'b1) {flag} <= 1'h1;"]
+    end = body.index(";", len("module")) + 1      # end of the module header
+    return body[:end] + "\n" + "\n".join(decls) + body[end:]
+
+
+def simulation_asserts(text: str) -> str:
+    """Make every Amaranth ``Assert`` in ``text`` stop the simulation when it fails.
+
+    Amaranth writes an ``assert`` that Icarus reports with ``ERROR`` and then runs on (exit
+    status 0) and that Verilator ignores without ``--assert``. This rewrites each one into
+    ``$display("ASSERTION FAILED ...: msg"); $fatal(1);`` on a condition that is not
+    exactly 1 (so X fails too), live from the first clock edge at which the module's reset
+    is high. Raises ``ValueError`` on any ``assert`` it does not recognise, on one outside
+    a clocked block and on a module without the reset it needs.
+    """
+    return _MODULE_RE.sub(lambda m: _module_asserts(m.group(0)), text)
+
+
+def to_verilog(block: str, *, simulation: bool = False, **params) -> str:
+    """Return the Verilog text of ``block`` as module ``block``.
+
+    ``simulation=True`` applies :func:`simulation_asserts` (the benches' Verilog).
+    """
+    text = component_verilog(build_component(block, **params), block)
+    return simulation_asserts(text) if simulation else text
+
+
+def write_verilog(block: str, path: os.PathLike | str, *, simulation: bool = False, **params) -> Path:
     """Write ``block``'s Verilog to ``path``, touching the file only if its text changed.
 
     Icarus rebuilds on source mtime, so an unchanged file keeps its build cache valid.
+    ``simulation=True`` is the benches' variant (see :func:`to_verilog`).
     """
     path = Path(path)
-    text = to_verilog(block, **params)
+    text = to_verilog(block, simulation=simulation, **params)
     if not path.exists() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

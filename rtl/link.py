@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Cat, Module, Shape, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
@@ -16,7 +16,15 @@ class LinkModel(wiring.Component):
     """A beat accepted on ``input`` in cycle *c* can leave on ``output`` from cycle
     *c + latency*; ``input`` accepts at most one beat every ``cycles_per_beat`` cycles (the
     link's bandwidth relative to the memory's beat rate). Back-pressure on ``output`` fills
-    the FIFO and then back-pressures ``input``; nothing is dropped.
+    the FIFO and then back-pressures ``input``; nothing is dropped, and ``output`` obeys the
+    stream rules: once valid, a beat stays valid and unchanged until it is taken, however
+    long the back-pressure lasts.
+
+    How a beat's age is kept: a shift register of ``latency`` bits records in which of the
+    last ``latency`` cycles a beat was accepted, and a counter holds the beats that have
+    aged past ``latency`` and wait in the FIFO. Neither wraps, unlike a timestamp compared
+    with a free-running clock, whose difference wraps after ``2**width`` cycles of
+    back-pressure and would take ``valid`` away from a waiting beat.
 
     Parameters
     ----------
@@ -47,20 +55,13 @@ class LinkModel(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        stamp_width = (self._latency + self._depth + 1).bit_length() + 1
-        entry = data.StructLayout({"stamp": unsigned(stamp_width), "payload": self.payload_shape})
-        m.submodules.fifo = fifo = SyncFIFO(width=entry.size, depth=self._depth)
-        now = Signal(stamp_width)
-        m.d.sync += now.eq(now + 1)
+        m.submodules.fifo = fifo = SyncFIFO(width=Shape.cast(self.payload_shape).width, depth=self._depth)
         cooldown = Signal(range(self._cycles_per_beat))
 
         accept = self.input.valid & self.input.ready
-        incoming = Signal(entry)
         m.d.comb += [
             self.input.ready.eq(fifo.w_rdy & (cooldown == 0)),
-            incoming.stamp.eq(now),
-            incoming.payload.eq(self.input.payload),
-            fifo.w_data.eq(incoming),
+            fifo.w_data.eq(self.input.payload),
             fifo.w_en.eq(accept),
         ]
         if self._cycles_per_beat > 1:
@@ -69,12 +70,17 @@ class LinkModel(wiring.Component):
             with m.Elif(cooldown != 0):
                 m.d.sync += cooldown.eq(cooldown - 1)
 
-        head = data.View(entry, fifo.r_data)
-        age = Signal(stamp_width)
+        # Bit i of ``accepted_ago``: a beat was accepted i + 1 cycles ago. The top bit is the
+        # beat that reaches ``latency`` cycles of age in this cycle.
+        accepted_ago = Signal(self._latency)
+        m.d.sync += accepted_ago.eq(Cat(accept, accepted_ago[:-1]))
+        maturing = accepted_ago[-1]
+        matured = Signal(range(self._depth + 1))  # beats older than ``latency``, in the FIFO
+        take = self.output.valid & self.output.ready
+        m.d.sync += matured.eq(matured + maturing - take)
         m.d.comb += [
-            age.eq(now - head.stamp),
-            self.output.valid.eq(fifo.r_rdy & (age >= self._latency)),
-            self.output.payload.eq(head.payload),
-            fifo.r_en.eq(self.output.valid & self.output.ready),
+            self.output.valid.eq((matured != 0) | maturing),
+            self.output.payload.eq(fifo.r_data),
+            fifo.r_en.eq(take),
         ]
         return m

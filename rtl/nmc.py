@@ -6,6 +6,8 @@ beat to the stored beat, lane by lane, without any GPU core reading the partial 
 
 from __future__ import annotations
 
+import random
+
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -13,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from .fp_add import fp_add_datapath
 from .fp_format import FloatFormat, float_format
-from .params import check_power_of_two
+from .params import check_int, check_power_of_two
 from .ports import ReadPortSignature, WriteOp
 
 __all__ = ["NearMemoryReducer"]
@@ -27,7 +29,14 @@ class NearMemoryReducer(wiring.Component):
     A request ``{addr, op, data}`` carries one beat of ``lanes`` floating-point values.
     ``STORE`` writes the beat; ``UPDATE`` reads the stored beat, adds the request's beat lane
     by lane (IEEE-754, round to nearest even, see :class:`~rtl.fp_add.FpAdder`) and writes
-    the sum back. Requests take effect in order, as if one at a time. The bank starts at +0.
+    the sum back. Requests take effect in order, as if one at a time.
+
+    The bank makes no promise about its contents after power-up or reset, as DRAM makes
+    none: whoever accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's
+    driver zeroes the output buffer before the GEMM, as any accumulate-into-buffer scheme
+    does). For simulation, ``power_up_seed`` fills the bank with pseudo-random words, so
+    that a protocol that forgets to initialise fails its bench instead of passing on the
+    simulator's zeros.
 
     Pipeline: the bank is read in the request's cycle; one cycle later the operand is taken
     from the bank or, if the previous request wrote the same address and has not yet
@@ -51,6 +60,9 @@ class NearMemoryReducer(wiring.Component):
         binary16 / bfloat16 lanes or 8 binary32 lanes.
     depth : int
         Beats in the bank, a power of two in 2..65536; addresses have ``log2(depth)`` bits.
+    power_up_seed : int or None
+        Simulation only: seed of the pseudo-random words the bank holds at power-up
+        (``None``: zeros, which is what synthesis gets).
 
     Members
     -------
@@ -61,7 +73,8 @@ class NearMemoryReducer(wiring.Component):
         Wrapping counters of accepted requests.
     """
 
-    def __init__(self, *, format: str = "binary16", beat_width: int = 256, depth: int = 1024):  # noqa: A002
+    def __init__(self, *, format: str = "binary16", beat_width: int = 256, depth: int = 1024,  # noqa: A002
+                 power_up_seed: int | None = None):
         self._fmt: FloatFormat = float_format(format)
         width = self._fmt.width
         if (not isinstance(beat_width, int) or isinstance(beat_width, bool)):
@@ -71,6 +84,9 @@ class NearMemoryReducer(wiring.Component):
         self._beat_width = beat_width
         self._depth = check_power_of_two("depth", depth, 2, 65536)
         self._addr_width = (depth - 1).bit_length()
+        if power_up_seed is not None:
+            check_int("power_up_seed", power_up_seed, 0, 2**32 - 1)
+        self._power_up_seed = power_up_seed
 
         self.request_layout = data.StructLayout({
             "addr": unsigned(self._addr_width),
@@ -115,7 +131,12 @@ class NearMemoryReducer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, lane_width = self._fmt, self._fmt.width
-        m.submodules.bank = bank = Memory(shape=unsigned(self._beat_width), depth=self._depth, init=[])
+        if self._power_up_seed is None:
+            power_up = []
+        else:
+            words = random.Random(self._power_up_seed)
+            power_up = [words.getrandbits(self._beat_width) for _ in range(self._depth)]
+        m.submodules.bank = bank = Memory(shape=unsigned(self._beat_width), depth=self._depth, init=power_up)
         write = bank.write_port()
         operand_read = bank.read_port(transparent_for=(write,))
         external_read = bank.read_port(transparent_for=(write,))

@@ -33,31 +33,75 @@ class T3Slice(wiring.Component):
 
     Traffic into the bank comes in two classes and passes the :class:`~rtl.arbiter.MemoryArbiter`:
 
-    * **compute**: the GEMM's writes (``gemm``: ``{tile, addr, op, data}``, ``op`` STORE or
-      UPDATE) and reads (``gemm_read``), through the compute request queue (the memory
-      controller's queue whose occupancy T3-MCA thresholds);
+    * **compute**: the GEMM's writes (``gemm``: ``{tile, addr, op, tracked, data}``, ``op``
+      STORE or UPDATE) and reads (``gemm_read``), through the compute request queue (the
+      memory controller's queue whose occupancy T3-MCA thresholds);
     * **communication**: updates and stores arriving from the previous GPU (``ingress``) and
       the DMA engine's reads of finished tiles.
 
     The bank (:class:`~rtl.nmc.NearMemoryReducer`) executes one granted request per cycle;
     an update is an atomic read-add-write. Every granted write is counted by the
     :class:`~rtl.tracker.TrackerTable` for its tile (the GEMM's writes carry it; an incoming
-    beat's tile is ``addr >> tile_beats_log2``). A completed tile triggers its pre-programmed
-    DMA command (:class:`~rtl.dma_table.DmaCommandTable` → :class:`~rtl.dma_engine.DmaEngine`),
-    which reads the tile and sends it on ``egress``, merged with the GEMM's direct remote
-    stores (``gemm_remote``). DMA command index ``commands - 1`` is reserved: a tile armed
-    with it only signals ``notify`` when complete (the reduce-scatter's last stage).
+    beat's tile is ``addr >> tile_beats_log2``), except a GEMM write with ``tracked = 0``:
+    the driver's initialisation of the output buffer, which the tracker does not watch. A
+    completed tile triggers its pre-programmed DMA command
+    (:class:`~rtl.dma_table.DmaCommandTable` → :class:`~rtl.dma_engine.DmaEngine`), which
+    reads the tile and sends it on ``egress``, merged with the GEMM's direct remote stores
+    (``gemm_remote``). DMA command index ``commands - 1`` is reserved: a tile armed with it
+    only signals ``notify`` when complete (the reduce-scatter's last stage).
 
-    A read is held for one cycle if the previous cycle wrote its address (the bank's writes
-    land two cycles after acceptance). Reads return on ``gemm_read_data`` one cycle after
-    their grant.
+    A granted read returns the word as left by every request granted before it, on
+    ``gemm_read_data`` :attr:`read_latency` (= 2) cycles after its grant: the bank is read
+    one cycle after the grant, once the previous cycle's write has landed. No read ever
+    stalls on a write.
+
+    Initialisation: after reset the tracker sweeps its counters (``tracker.reset_cycles``
+    cycles, ``arm`` not ready, tracked writes held). The bank keeps whatever it held (see
+    :class:`~rtl.nmc.NearMemoryReducer`): the driver must ``STORE`` (e.g. zero) every word
+    that updates will accumulate into, with ``tracked = 0``, before the reduce-scatter.
+
+    Why it cannot deadlock
+    ----------------------
+    Write *A → B* for "A can wait for B". The slice's queues form this graph::
+
+        gemm, gemm_read → compute queue → arbiter → bank grant
+        ingress, DMA read → arbiter → bank grant
+        bank grant (tracked write) → tracker sweep after reset (ends by itself)
+        arm → trigger queue → command table → engine → DMA read, egress
+        egress → link → next GPU's ingress
+        (GEMM writes of a tile → that tile's arm: the driver's order)
+
+    It has no cycle, so every request is served while the sinks (``egress``' link, the next
+    GPU) are fair:
+
+    * The bank grant never waits on the tracker's trigger queue. Each armed tile reserves
+      its trigger's slot when it is armed, so the tracker counts every write at once; it is
+      ``arm`` that waits for slots. In the first version the grant of a write waited for
+      room in the trigger queue, which drained only through a DMA read queued behind the
+      same grant: a cycle, and a deadlock at 12 tiles per chunk.
+    * In MCA mode a communication request waits at most ``starvation_limit`` cycles (plus
+      the tracker's sweep after a reset): its wait counts every cycle it is not granted.
+      A compute request waits only while starving communication requests are served,
+      one grant each, so it waits at most one cycle in ``starvation_limit + 1`` (a limit
+      of 0 gives communication strict priority).
+    * Reads never stall: a first version held a read for a cycle after a write to its
+      address, and a stream of incoming writes to that address, each granted in the
+      held cycle, could refuse it for ever (found by the bounded-liveness check).
+    * The muxes hold an offered request until it is granted, and every offered request is
+      eventually grantable (no request waits on anything behind it), so holding cannot
+      block.
+    * Across the ring, a slice's egress waits only on the next slice's ingress, which waits
+      only on that slice's arbiter: the ring adds no cycle either.
+
+    ``tests/test_liveness.py`` checks this exhaustively on small rings, and shows that the
+    first version's coupling deadlocks.
 
     Parameters
     ----------
-    format, beat_width, depth
+    format, beat_width, depth, power_up_seed
         The bank (:class:`~rtl.nmc.NearMemoryReducer`).
     entries, count_width, trigger_depth
-        The tracker.
+        The tracker (``trigger_depth`` ``None``: ``entries``).
     commands, max_beats, port_width, queue_depth
         The DMA command table and engine.
     tile_beats_log2 : int
@@ -69,10 +113,11 @@ class T3Slice(wiring.Component):
     """
 
     def __init__(self, *, format: str = "binary16", beat_width: int = 64, depth: int = 256,  # noqa: A002
-                 entries: int = 64, count_width: int = 8, trigger_depth: int = 4, commands: int = 64,
+                 power_up_seed: int | None = None,
+                 entries: int = 64, count_width: int = 8, trigger_depth: int | None = None, commands: int = 64,
                  max_beats: int = 16, port_width: int = 2, queue_depth: int = 4, tile_beats_log2: int = 2,
                  compute_queue_depth: int = 8, level_width: int = 5, wait_width: int = 16):
-        self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth)
+        self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth, power_up_seed=power_up_seed)
         addr_width = self.nmc.addr_width
         self._tile_beats_log2 = check_int("tile_beats_log2", tile_beats_log2, 0, 12)
         check_power_of_two("commands", commands, 2, 1024)
@@ -81,13 +126,14 @@ class T3Slice(wiring.Component):
         self.table = DmaCommandTable(commands=commands, tile_width=self.tracker.tile_width, addr_width=addr_width,
                                      max_beats=max_beats, port_width=port_width, queue_depth=queue_depth)
         self.engine = DmaEngine(addr_width=addr_width, data_width=beat_width, max_beats=max_beats,
-                                port_width=port_width, dma_cmd_width=self.table.dma_cmd_width, read_latency=1,
-                                arbitrated_reads=True)
+                                port_width=port_width, dma_cmd_width=self.table.dma_cmd_width,
+                                read_latency=self.read_latency, arbitrated_reads=True)
         self._compute_queue_depth = check_int("compute_queue_depth", compute_queue_depth, 2,
                                               (1 << level_width) - 1)
         self.request_layout = data.StructLayout({
             "kind": MemKind,
             "dma": 1,  # a read for the DMA engine (else for the GEMM)
+            "tracked": 1,  # a write the tracker counts
             "tile": unsigned(self.tracker.tile_width),
             "addr": unsigned(addr_width),
             "data": unsigned(beat_width),
@@ -97,7 +143,7 @@ class T3Slice(wiring.Component):
         self.packet_layout = packet_layout(port_width=port_width, addr_width=addr_width, data_width=beat_width)
         self.gemm_layout = data.StructLayout({"tile": unsigned(self.tracker.tile_width),
                                               "addr": unsigned(addr_width), "op": WriteOp,
-                                              "data": unsigned(beat_width)})
+                                              "tracked": 1, "data": unsigned(beat_width)})
         self.notify_cmd = commands - 1
         self.status_layout = data.StructLayout({
             "tracker": self.tracker.status_layout,
@@ -108,7 +154,6 @@ class T3Slice(wiring.Component):
             "ingress_beats": 32,
             "egress_beats": 32,
             "notifies": 32,
-            "raw_stalls": 32,
         })
         super().__init__({
             "gemm": In(stream.Signature(self.gemm_layout)),
@@ -127,6 +172,11 @@ class T3Slice(wiring.Component):
         })
 
     tile_beats_log2 = property(lambda self: self._tile_beats_log2, doc="log2 of the beats per tile.")
+
+    @property
+    def read_latency(self) -> int:
+        """Cycles from a read's grant to its data (``gemm_read_data``, the DMA engine's port)."""
+        return 1 + self.nmc.read_latency
 
     @property
     def update_to_egress_latency(self) -> int:
@@ -148,6 +198,7 @@ class T3Slice(wiring.Component):
             compute_mux.a.valid.eq(self.gemm.valid),
             compute_mux.a.payload.kind.eq(Mux(gemm.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),
             compute_mux.a.payload.tile.eq(gemm.tile),
+            compute_mux.a.payload.tracked.eq(gemm.tracked),
             compute_mux.a.payload.addr.eq(gemm.addr),
             compute_mux.a.payload.data.eq(gemm.data),
             self.gemm.ready.eq(compute_mux.a.ready),
@@ -171,6 +222,7 @@ class T3Slice(wiring.Component):
             comm_mux.a.valid.eq(self.ingress.valid),
             comm_mux.a.payload.kind.eq(Mux(packet.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),
             comm_mux.a.payload.tile.eq(packet.dst_addr >> self._tile_beats_log2),
+            comm_mux.a.payload.tracked.eq(1),
             comm_mux.a.payload.addr.eq(packet.dst_addr),
             comm_mux.a.payload.data.eq(packet.data),
             self.ingress.ready.eq(comm_mux.a.ready),
@@ -187,28 +239,33 @@ class T3Slice(wiring.Component):
         # -- the bank executes one grant per cycle -------------------------------------------
         grant = arbiter.grant.payload.request
         is_write = grant.kind != MemKind.READ
-        last_write_valid = Signal()
-        last_write_addr = Signal.like(grant.addr)
-        raw_hazard = ~is_write & last_write_valid & (last_write_addr == grant.addr)
+        counted = is_write & grant.tracked
         # (Qualified by valid so that an idle grant's undefined payload cannot reach ready.)
-        m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | (~raw_hazard & (~is_write | tracker.update.ready)))
+        # tracker.update.ready is low only during its reset sweep: it waits on nothing.
+        m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | ~counted | tracker.update.ready)
         fire = arbiter.grant.valid & arbiter.grant.ready
-        m.d.sync += [last_write_valid.eq(fire & is_write), last_write_addr.eq(grant.addr)]
         m.d.comb += [
             nmc.request.valid.eq(fire & is_write),
             nmc.request.payload.addr.eq(grant.addr),
             nmc.request.payload.op.eq(Mux(grant.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
             nmc.request.payload.data.eq(grant.data),
-            tracker.update.valid.eq(fire & is_write),
+            tracker.update.valid.eq(fire & counted),
             tracker.update.payload.tile.eq(grant.tile),
             tracker.update.payload.source.eq(
                 Mux(arbiter.grant.payload.cls == RequestClass.COMM, UpdateSource.REMOTE, UpdateSource.LOCAL)),
-            nmc.read.en.eq(fire & ~is_write),
-            nmc.read.addr.eq(grant.addr),
-            engine.mem_read.data.eq(nmc.read.data),
         ]
+        # A granted read reads the bank one cycle later, when every write granted before it
+        # has landed (the bank's write latency is 2, its read port transparent): reads never
+        # stall. A read that stalled on the previous cycle's write instead could be refused
+        # for ever by a stream of writes to its address, each granted in the stalled cycle.
+        read_en = Signal()
+        read_addr = Signal.like(grant.addr)
+        read_for_gemm = Signal()
+        m.d.sync += [read_en.eq(fire & ~is_write), read_addr.eq(grant.addr),
+                     read_for_gemm.eq(fire & ~is_write & ~grant.dma)]
+        m.d.comb += [nmc.read.en.eq(read_en), nmc.read.addr.eq(read_addr), engine.mem_read.data.eq(nmc.read.data)]
         gemm_read_returning = Signal()
-        m.d.sync += gemm_read_returning.eq(fire & ~is_write & ~grant.dma)
+        m.d.sync += gemm_read_returning.eq(read_for_gemm)
         m.d.comb += [self.gemm_read_data.valid.eq(gemm_read_returning), self.gemm_read_data.payload.eq(nmc.read.data)]
 
         # -- track & trigger -----------------------------------------------------------------
@@ -241,6 +298,4 @@ class T3Slice(wiring.Component):
             m.d.sync += status.egress_beats.eq(status.egress_beats + 1)
         with m.If(self.notify.valid):
             m.d.sync += status.notifies.eq(status.notifies + 1)
-        with m.If(arbiter.grant.valid & raw_hazard):
-            m.d.sync += status.raw_stalls.eq(status.raw_stalls + 1)
         return m

@@ -43,20 +43,33 @@ class TrackerTable(wiring.Component):
 
     Semantics
     ---------
-    * ``arm`` (``{tile, threshold, dma_cmd}``) is always ready. In the cycle it is accepted
-      it takes effect *before* an update accepted in the same cycle, so the driver may arm
-      a tile while the GEMM already writes to it. An arm with ``threshold == 0`` or of an
-      entry that is still armed sets a sticky error and leaves the table unchanged.
+    * ``arm`` (``{tile, threshold, dma_cmd}``) arms an entry. Every armed entry *reserves*
+      one slot of the trigger queue for the trigger it will emit, so ``arm.ready`` is low
+      while ``armed_entries`` plus the queued triggers fill the queue (and during the reset
+      sweep); otherwise it is high. In the cycle an arm is accepted it takes effect *before*
+      an update accepted in the same cycle, so the driver may arm a tile while the GEMM
+      already writes to it. An arm with ``threshold == 0`` or of an entry that is still
+      armed sets a sticky error and leaves the table unchanged.
     * ``update`` (``{tile, source}``) is one write seen at the memory controller. It adds
       one to the tile's count. When the count reaches the threshold the entry frees itself
       at once (a later arm of the same tile, even in the next cycle, is legal) and a
-      trigger ``{tile, dma_cmd}`` is queued. An update of an unarmed entry sets a sticky
-      error and is otherwise ignored.
-    * ``trigger`` is emitted exactly once per completed entry, in completion order, from a
-      queue of ``trigger_depth`` entries. ``update.ready`` is low exactly when the queue
-      occupancy plus the completion in flight in the pipeline has reached
-      ``trigger_depth``, so no trigger is ever lost and counting never stops while the
-      queue has room.
+      trigger ``{tile, dma_cmd}`` is queued in the slot its arm reserved. An update of an
+      unarmed entry sets a sticky error and is otherwise ignored.
+    * ``update.ready`` is high in every cycle after the reset sweep. Because triggers only
+      ever fill reserved slots, counting a write never waits for the trigger queue to
+      drain. This is what keeps a T3 slice live: the writes the tracker counts share the
+      DRAM grant with the DMA reads that drain the trigger queue (see
+      :class:`~rtl.t3_slice.T3Slice`), so a tracker that back-pressured its updates on a
+      full queue could block the very read that would empty it.
+    * ``trigger`` is emitted exactly once per completed entry, in completion order.
+
+    Reset
+    -----
+    The counters live in block RAM, which a reset does not clear (nor does an ASIC's SRAM
+    power up at zero). After reset the table sweeps every entry's counter to zero, one
+    entry per cycle, holding ``arm.ready`` and ``update.ready`` low for
+    :attr:`reset_cycles` (= ``entries``) cycles; every entry is then unarmed with a zero
+    count. ``status.clearing`` is high during the sweep.
 
     Timing
     ------
@@ -64,9 +77,9 @@ class TrackerTable(wiring.Component):
       clock edge that accepts its last update, when the queue ahead of it is empty.
     * Throughput: :attr:`updates_per_cycle` (= 1) update per cycle, including back-to-back
       updates to the same tile (the counter read-modify-write is resolved by a read port
-      transparent to the write-back), as long as ``trigger`` keeps up. Arms never cost
-      update bandwidth. The ready rule counts the completion in flight, so a stream in
-      which *every* update completes a tile (threshold 1) runs at ``min(1, depth / 3)``.
+      transparent to the write-back), whatever ``trigger`` does. Arms never cost update
+      bandwidth; at most :attr:`trigger_depth` tiles are armed or awaiting their trigger's
+      hand-out at once.
 
     Parameters
     ----------
@@ -78,8 +91,10 @@ class TrackerTable(wiring.Component):
         ``2**count_width - 1``.
     dma_cmd_width : int
         Bits of the DMA command index, 1..16.
-    trigger_depth : int
-        Entries of the trigger queue, 1..256.
+    trigger_depth : int or None
+        Entries of the trigger queue, 1..4096; also the most tiles armed or awaiting their
+        trigger's hand-out at once. By default ``entries``: every entry can be armed while
+        the queue still holds the triggers of as many completed tiles.
 
     Members
     -------
@@ -87,17 +102,19 @@ class TrackerTable(wiring.Component):
     update : ``In(stream.Signature({tile, source}))``
     trigger : ``Out(stream.Signature({tile, dma_cmd}))``
     status : ``Out(status_layout)``
-        Sticky error flags, each with the first offending tile; the number of armed
+        ``clearing`` (the reset sweep is running); sticky error flags, each with the first
+        offending tile; the number of armed
         entries; wrapping counters of local updates, remote updates and triggers handed
         out. Each reflects the events accepted up to the previous clock edge.
     """
 
     def __init__(self, *, entries: int = 256, count_width: int = 16, dma_cmd_width: int = 8,
-                 trigger_depth: int = 4):
+                 trigger_depth: int | None = None):
         self._entries = check_power_of_two("entries", entries, 2, 4096)
         self._count_width = check_int("count_width", count_width, 1, 32)
         self._dma_cmd_width = check_int("dma_cmd_width", dma_cmd_width, 1, 16)
-        self._trigger_depth = check_int("trigger_depth", trigger_depth, 1, 256)
+        self._trigger_depth = check_int("trigger_depth", entries if trigger_depth is None else trigger_depth,
+                                        1, 4096)
         tile_width = (entries - 1).bit_length()
         self._tile_width = tile_width
 
@@ -115,6 +132,7 @@ class TrackerTable(wiring.Component):
             "dma_cmd": unsigned(dma_cmd_width),
         })
         self.status_layout = data.StructLayout({
+            "clearing": 1,
             "err_unarmed_update": 1,
             "err_unarmed_update_tile": unsigned(tile_width),
             "err_rearm": 1,
@@ -172,8 +190,13 @@ class TrackerTable(wiring.Component):
         return 2
 
     @property
+    def reset_cycles(self) -> int:
+        """Cycles after reset before ``arm`` and ``update`` are ready (the counter sweep)."""
+        return self._entries
+
+    @property
     def updates_per_cycle(self) -> int:
-        """Sustained updates accepted per cycle while ``trigger`` keeps up."""
+        """Sustained updates accepted per cycle, whatever ``trigger`` does (after the reset sweep)."""
         return 1
 
     # -- hardware -------------------------------------------------------------------------
@@ -182,9 +205,9 @@ class TrackerTable(wiring.Component):
         m = Module()
         entries = self._entries
 
-        # Counts are zero for every unarmed entry: reset fills the memory with zeros and a
+        # Counts are zero for every unarmed entry: the reset sweep writes zeros and a
         # completing update writes zero back. Arming therefore never writes the counter
-        # memory, which keeps it at one write port (the update pipeline's write-back).
+        # memory, which keeps it at one write port (shared by the sweep and the write-back).
         m.submodules.count_mem = count_mem = Memory(
             shape=unsigned(self._count_width), depth=entries, init=[])
         count_wr = count_mem.write_port()
@@ -207,6 +230,13 @@ class TrackerTable(wiring.Component):
             width=self.trigger_layout.size, depth=self._trigger_depth)
 
         armed = Signal(entries)
+        # The reset sweep: starts at reset, clears one counter per cycle.
+        clearing = Signal(init=1)
+        clear_addr = Signal(self._tile_width)
+        with m.If(clearing):
+            m.d.sync += clear_addr.eq(clear_addr + 1)
+            with m.If(clear_addr == entries - 1):
+                m.d.sync += clearing.eq(0)
 
         # Stage 1 registers: an armed update whose counter is being read.
         s1_valid = Signal()
@@ -226,18 +256,21 @@ class TrackerTable(wiring.Component):
             return armed.bit_select(tile, 1) & ~freed
 
         arm = self.arm.payload
-        arm_zero = self.arm.valid & (arm.threshold == 0)
-        arm_busy = self.arm.valid & (arm.threshold != 0) & armed_now(arm.tile)
-        arm_ok = self.arm.valid & (arm.threshold != 0) & ~armed_now(arm.tile)
+        arm_fire = self.arm.valid & self.arm.ready
+        arm_zero = arm_fire & (arm.threshold == 0)
+        arm_busy = arm_fire & (arm.threshold != 0) & armed_now(arm.tile)
+        arm_ok = arm_fire & (arm.threshold != 0) & ~armed_now(arm.tile)
 
         upd = self.update.payload
         update_fire = self.update.valid & self.update.ready
         update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))
 
+        # Reserved queue slots: one per armed entry (a completion in stage 1 still counts as
+        # armed until the edge that moves it into the queue) and one per queued trigger.
+        reserved = self.status.armed_entries + trigger_fifo.level
         m.d.comb += [
-            self.arm.ready.eq(1),
-            # The completion in stage 1 has not reached the queue's level yet.
-            self.update.ready.eq(trigger_fifo.level + s1_complete < self._trigger_depth),
+            self.arm.ready.eq(~clearing & (reserved < self._trigger_depth)),
+            self.update.ready.eq(~clearing),
             config_wr.addr.eq(arm.tile),
             config_wr.data.threshold.eq(arm.threshold),
             config_wr.data.dma_cmd.eq(arm.dma_cmd),
@@ -252,9 +285,9 @@ class TrackerTable(wiring.Component):
             s1_tile.eq(upd.tile),
         ]
         m.d.comb += [
-            count_wr.addr.eq(s1_tile),
-            count_wr.data.eq(Mux(s1_complete, 0, s1_count_next)),
-            count_wr.en.eq(s1_valid),
+            count_wr.addr.eq(Mux(clearing, clear_addr, s1_tile)),
+            count_wr.data.eq(Mux(clearing | s1_complete, 0, s1_count_next)),
+            count_wr.en.eq(clearing | s1_valid),
             trigger_fifo.w_en.eq(s1_complete),
         ]
         trigger_in = Signal(self.trigger_layout)
@@ -279,6 +312,7 @@ class TrackerTable(wiring.Component):
 
         # -- status -----------------------------------------------------------------------
         status = self.status
+        m.d.comb += status.clearing.eq(clearing)
         with m.If(arm_zero & ~status.err_zero_threshold):
             m.d.sync += [status.err_zero_threshold.eq(1), status.err_zero_threshold_tile.eq(arm.tile)]
         with m.If(arm_busy & ~status.err_rearm):

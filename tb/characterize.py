@@ -45,6 +45,8 @@ def tracker_trigger_latency() -> int:
     async def bench(ctx):
         ctx.set(dut.arm.payload.as_value(), pack(dut.arm_layout, {"tile": 3, "threshold": 2, "dma_cmd": 1}))
         ctx.set(dut.arm.valid, 1)
+        while not ctx.get(dut.arm.ready):   # the reset sweep (``reset_cycles``)
+            await ctx.tick()
         await ctx.tick()
         ctx.set(dut.arm.valid, 0)
         ctx.set(dut.update.payload.as_value(), pack(dut.update_layout, {"tile": 3, "source": 0}))

@@ -87,7 +87,9 @@ def run_reducer(params: dict, stimulus: list[tuple]) -> NearMemoryReducerModel:
     return model
 
 
-SMALL = {"format": "binary16", "beat_width": 32, "depth": 4}
+#: The bank powers up with pseudo-random words (it makes no promise): every test stores a
+#: word before it updates or reads it.
+SMALL = {"format": "binary16", "beat_width": 32, "depth": 4, "power_up_seed": 5}
 ONE, TWO, THREE = 0x3C00, 0x4000, 0x4200
 
 
@@ -106,4 +108,31 @@ half_st = st.integers(0, 0xFFFF) | st.sampled_from([0, 0x8000, 0x3C00, 0xBC00, 0
                                                                                                max_size=2)),
                           st.none() | st.integers(0, 3)), min_size=1, max_size=40))
 def test_sim_random_against_model(stimulus):
-    run_reducer(SMALL, stimulus)
+    """Random traffic after the driver has initialised every word with a STORE."""
+    init = [((addr, 0, [addr, 0x8000 | addr]), None) for addr in range(SMALL["depth"])]
+    run_reducer(SMALL, init + stimulus)
+
+
+def test_model_reads_of_unknown_words_are_not_predicted():
+    """Power-up contents are unknown until a STORE; an UPDATE keeps a word unknown."""
+    model = NearMemoryReducerModel(format="binary16", lanes=2, depth=4)
+    model.step(request=(1, 1, lanes_to_beat(np.array([ONE, ONE], dtype=np.uint16))), read_addr=None)
+    model.step(request=(2, 0, lanes_to_beat(np.array([ONE, TWO], dtype=np.uint16))), read_addr=None)
+    model.step(request=None, read_addr=None)
+    model.step(request=None, read_addr=1)
+    assert model.outputs().read_issued and model.outputs().read_data is None
+    model.step(request=None, read_addr=2)
+    assert model.outputs().read_data == lanes_to_beat(np.array([ONE, TWO], dtype=np.uint16))
+    assert list(model.known) == [False, False, True, False]
+
+
+def test_model_reset_drops_requests_in_flight_and_keeps_the_rest():
+    model = NearMemoryReducerModel(format="binary16", lanes=2, depth=4)
+    beat = lanes_to_beat(np.array([ONE, TWO], dtype=np.uint16))
+    for addr in range(4):
+        model.step(request=(addr, 0, beat), read_addr=None)
+    model.reset()   # the stores to 2 and 3 were still in the pipeline
+    assert list(model.known) == [True, True, False, False]
+    assert model.status == {"stores": 0, "updates": 0}
+    model.step(request=None, read_addr=1)
+    assert model.outputs().read_data == beat

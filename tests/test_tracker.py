@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import data, wiring
 from amaranth.sim import Simulator
 from hypothesis import HealthCheck, given, settings
@@ -16,8 +17,10 @@ from tb.tracker.model import SPEC_TRIGGER_LATENCY, TrackerTableModel
 
 def test_init():
     dut = TrackerTable()
-    assert (dut.entries, dut.count_width, dut.dma_cmd_width, dut.trigger_depth) == (256, 16, 8, 4)
+    assert (dut.entries, dut.count_width, dut.dma_cmd_width, dut.trigger_depth) == (256, 16, 8, 256)
     assert dut.tile_width == 8
+    assert dut.reset_cycles == 256
+    assert TrackerTable(entries=16, trigger_depth=3).trigger_depth == 3
     assert dut.trigger_latency == SPEC_TRIGGER_LATENCY == 2
     assert dut.updates_per_cycle == 1
     members = dut.signature.members
@@ -47,7 +50,7 @@ def test_init_wrong_entries_type(entries):
 @pytest.mark.parametrize(("name", "value", "lo", "hi"), [
     ("count_width", 0, 1, 32), ("count_width", 33, 1, 32),
     ("dma_cmd_width", 0, 1, 16), ("dma_cmd_width", 17, 1, 16),
-    ("trigger_depth", 0, 1, 256), ("trigger_depth", 257, 1, 256),
+    ("trigger_depth", 0, 1, 4096), ("trigger_depth", 4097, 1, 4096),
 ])
 def test_init_wrong_widths(name, value, lo, hi):
     with pytest.raises(ValueError, match=rf"^{name} must be between {lo} and {hi}, not {value}$"):
@@ -61,23 +64,49 @@ def test_init_bounds_accepted(entries):
 
 # -- simulation -------------------------------------------------------------------------------
 
-def run_lockstep(params: dict, stimulus: list[tuple]) -> TrackerTableModel:
+#: A stimulus element that asserts ``rst`` for one cycle (no arm or update is offered in it).
+RESET = "reset"
+#: In place of an arm or update: keep offering the one at the head of its queue, adding none.
+HOLD = "hold"
+
+
+def run_lockstep(params: dict, stimulus: list, *, sweep: bool = True,
+                 trace: list | None = None) -> TrackerTableModel:
     """Drive ``stimulus`` cycle by cycle and compare every output with the model each cycle.
 
-    Each stimulus element is ``(arm or None, update or None, trigger_ready)``. An offered
-    item stays offered until accepted, as the stream rules require, so the remaining
-    stimulus is consumed in order.
+    Each stimulus element is ``(arm or None, update or None, trigger_ready)``, or
+    :data:`RESET`. An arm (update) element offers the head of the queue of all arms
+    (updates) of the stimulus, so the remaining stimulus is consumed in order; :data:`HOLD`
+    offers that head without adding to the queue (an item held until it is accepted). With ``sweep`` the stimulus
+    starts after the power-up sweep (``reset_cycles`` idle cycles, checked too). ``trace``
+    receives the DUT's outputs of every cycle.
     """
     dut = TrackerTable(**params)
     model = TrackerTableModel(entries=dut.entries, trigger_depth=dut.trigger_depth)
-    sim = Simulator(dut)
+    top = Module()
+    top.domains.sync = cd = ClockDomain("sync")
+    top.submodules.dut = dut
+    sim = Simulator(top)
     sim.add_clock(1e-8)
     mismatches = []
+    idle = [(None, None, 1)]
+    stimulus = idle * (dut.reset_cycles if sweep else 0) + list(stimulus) + idle * 12
 
     async def bench(ctx):
-        arm_queue = [s[0] for s in stimulus if s[0] is not None]
-        update_queue = [s[1] for s in stimulus if s[1] is not None]
-        for cycle, (want_arm, want_update, trigger_ready) in enumerate(stimulus + [(None, None, 1)] * 12):
+        arm_queue = [s[0] for s in stimulus if s != RESET and s[0] not in (None, HOLD)]
+        update_queue = [s[1] for s in stimulus if s != RESET and s[1] not in (None, HOLD)]
+        for cycle, element in enumerate(stimulus):
+            if element == RESET:
+                ctx.set(cd.rst, 1)
+                ctx.set(dut.arm.valid, 0)
+                ctx.set(dut.update.valid, 0)
+                await ctx.tick()
+                ctx.set(cd.rst, 0)
+                model.reset()   # the next cycle is the first after the edge that reset
+                if trace is not None:
+                    trace.append(RESET)
+                continue
+            want_arm, want_update, trigger_ready = element
             arm = arm_queue[0] if arm_queue and want_arm is not None else None
             update = update_queue[0] if update_queue and want_update is not None else None
             ctx.set(dut.arm.valid, arm is not None)
@@ -108,6 +137,9 @@ def run_lockstep(params: dict, stimulus: list[tuple]) -> TrackerTableModel:
                 got["trigger"], want["trigger"] = (t["tile"], t["dma_cmd"]), expected.trigger
             if got != want:
                 mismatches.append((cycle, got, want))
+            if trace is not None:
+                trace.append(dict(got, arm=arm if got["arm.ready"] else None,
+                                  update=update if got["update.ready"] else None))
             if arm is not None and got["arm.ready"]:
                 arm_queue.pop(0)
             if update is not None and got["update.ready"]:
@@ -150,8 +182,53 @@ update_st = st.none() | st.tuples(st.integers(0, 3), st.sampled_from([UpdateSour
                                                                         UpdateSource.REMOTE.value]))
 
 
+cycle_st = st.tuples(arm_st, update_st, st.integers(0, 1))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(arm_st, update_st, st.integers(0, 1)), min_size=1, max_size=60))
+@given(st.lists(cycle_st, min_size=1, max_size=60))
 def test_sim_random_against_model(stimulus):
-    """Arbitrary traffic, legal or not, matches the golden model on every cycle."""
-    run_lockstep(SMALL, stimulus)
+    """Arbitrary traffic, legal or not, from the first cycle after reset (offered during the
+    sweep too), matches the golden model on every cycle."""
+    run_lockstep(SMALL, stimulus, sweep=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(cycle_st, cycle_st, cycle_st, cycle_st, st.just(RESET)), min_size=1, max_size=60))
+def test_sim_random_with_resets_against_model(stimulus):
+    """The same with one-cycle resets at random points: every entry forgotten, sweep again."""
+    run_lockstep(SMALL, stimulus, sweep=False)
+
+
+def test_sim_arm_backpressure():
+    """Two armed tiles fill a 2-deep queue's reservations: a third arm waits; a stalled sink
+    keeps it waiting after they complete; update.ready never falls."""
+    stimulus = ([((0, 1, 0), None, 0), ((1, 1, 1), None, 0), ((2, 1, 2), None, 0)]
+                + [(HOLD, None, 0)] * 3 + [(HOLD, (0, 0), 0), (HOLD, (1, 1), 0)] + [(HOLD, None, 0)] * 4
+                + [(HOLD, None, 1)] * 4 + [(None, (2, 0), 1)])
+    trace: list = []
+    model = run_lockstep(SMALL, stimulus, trace=trace)
+    sweep = TrackerTable(**SMALL).reset_cycles
+    after = trace[sweep:]
+    arms = [n for n, t in enumerate(after) if t["arm"] is not None]
+    assert arms[:2] == [0, 1] and arms[2] > 12, f"arms taken in cycles {arms}"
+    assert all(t["update.ready"] for t in after)
+    assert model.status["triggers"] == 3
+
+
+def test_sim_reset_clears_counts():
+    """Issue 11: arm tile 1 with threshold 3, one update, reset, re-arm with threshold 3: the
+    trigger needs exactly 3 updates (the old table fired after 2). Checked on the ports
+    alone (``trace``) and against the model."""
+    for gap in (3, 0):
+        stimulus = ([((1, 3, 1), (1, 0), 1)] + [(None, None, 1)] * gap + [RESET]
+                    + [(None, None, 1)] * SMALL["entries"]
+                    + [((1, 3, 2), None, 1)] + [(None, (1, 1), 1)] * 3)
+        trace: list = []
+        run_lockstep(SMALL, stimulus, trace=trace)
+        after = trace[len(trace) - 1 - trace[::-1].index(RESET) + 1:]
+        assert sum(1 for t in after if not t["arm.ready"]) == SMALL["entries"], "sweep length"
+        updates = [n for n, t in enumerate(after) if t["update"] is not None]
+        fired = [n for n, t in enumerate(after) if t["trigger.valid"]]
+        assert len(updates) == 3 and fired, f"updates in cycles {updates}, trigger in {fired}"
+        assert fired[0] == updates[2] + SPEC_TRIGGER_LATENCY, f"updates in cycles {updates}, trigger in {fired}"

@@ -38,7 +38,7 @@ class MemoryArbiterModel:
             self.wait = 0
             st["comm_grants"] = (st["comm_grants"] + 1) & COUNTER_MASK
             self.last_compute = False
-        elif comm_valid and grant_ready and self.wait != self.wait_max:
+        elif comm_valid and self.wait != self.wait_max:
             self.wait += 1
         if winner == COMPUTE and grant_ready:
             st["compute_grants"] = (st["compute_grants"] + 1) & COUNTER_MASK

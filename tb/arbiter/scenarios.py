@@ -12,5 +12,8 @@ SERVICE = {"full": 1.0, "random": 0.6, "heavy": 0.15}
 RANDOM_TESTS = [f"random__{mode}__{mix}__{service}" for mode in ("mca", "round_robin") for mix in MIXES
                 for service in ("random", "heavy")]
 RANDOM_TESTS += ["random__mca__balanced__full", "random__round_robin__balanced__full"]
-DIRECTED_TESTS = ["reprogram_at_runtime", "starvation_limit_one"]
-CASES = [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]
+#: Random requests with ``RESETS_PER_TEST`` mid-run resets (mode x mix x DRAM service).
+RESET_TESTS = ["reset_mid_run__mca__balanced__heavy", "reset_mid_run__round_robin__comm_heavy__random"]
+RESETS_PER_TEST = 3
+DIRECTED_TESTS = ["reprogram_at_runtime", "starvation_limit_one", "comm_waits_while_grant_stalled"]
+CASES = [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]

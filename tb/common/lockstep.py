@@ -11,14 +11,37 @@ import time
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
+from . import protocol
+from .protocol import BenchRegistry, ProtocolViolation
 from .scoreboard import Scoreboard
 
-__all__ = ["LockstepTB", "CLOCK_PERIOD_NS", "STATS_ENV", "register_tests"]
+__all__ = ["LockstepTB", "RunTimeout", "CLOCK_PERIOD_NS", "STATS_ENV", "REPLAY_ENV", "STREAMS_ENV",
+           "register_tests", "replay_line"]
 
 CLOCK_PERIOD_NS = 10
 #: Environment variable naming the JSON file where a test leaves its cycle counts.
 STATS_ENV = "T3_BENCH_STATS"
+#: Environment variable with the pytest runner's replay line of the running test.
+REPLAY_ENV = "T3_REPLAY"
+#: Environment variable with the top module's valid/ready streams (JSON, :func:`protocol.stream_ports`).
+STREAMS_ENV = "T3_BENCH_STREAMS"
+
+
+class RunTimeout(AssertionError):
+    """:meth:`LockstepTB.run` did not reach its condition in time."""
+
+
+def replay_line(explicit_seed: int | None = None) -> str:
+    """How to replay the running test: the runner's line (``replay: SEED=...``), or the
+    cocotb seed when the test was not started by the pytest runner. A bench seed that did
+    not come from cocotb (``LockstepTB(seed=...)``) is added."""
+    line = os.environ.get(REPLAY_ENV) or (
+        f"replay: COCOTB_RANDOM_SEED={os.environ.get('COCOTB_RANDOM_SEED', '?')} (not started by the pytest runner)")
+    if explicit_seed is not None:
+        line += f", bench seed {explicit_seed}"
+    return line
 
 
 class LockstepTB:
@@ -27,7 +50,17 @@ class LockstepTB:
     Subclasses implement :meth:`drive` (write every input for the coming cycle) and
     :meth:`check` (in the read-only phase: read every output, compare it with the golden
     model through :attr:`scoreboard`, and advance the model by one edge).
+
+    Every stream endpoint built after ``LockstepTB.__init__`` joins :attr:`streams` (a
+    :class:`~tb.common.protocol.BenchRegistry`): its protocol checker sees every cycle of
+    :meth:`run`, and :meth:`reset_dut` resets it. Streams of the top module that no endpoint
+    drives or samples get a :class:`~tb.common.streams.StreamMonitor` at the first cycle.
+    The first mismatch or protocol violation fails the test, with the replay line.
     """
+
+    #: Streams whose hold rule is not checked, each with the reason (e.g. a port the RTL
+    #: documents as re-decided every cycle). Their X/Z checks stay.
+    relaxed_streams: dict[str, str] = {}
 
     def __init__(self, dut, *, seed: int | None = None):
         self.dut = dut
@@ -35,9 +68,64 @@ class LockstepTB:
         self.rng = random.Random(self.seed)
         self.log = logging.getLogger(f"cocotb.tb.{type(self).__name__}")
         self.log.info("random seed %d (replay with the SEED= line that pytest printed)", self.seed)
-        self.scoreboard = Scoreboard(self.log)
+        self.replay = replay_line(seed)
+        self.scoreboard = Scoreboard(self.log, context=self.context)
+        self.streams = BenchRegistry(cycle=lambda: self.cycle, context=self.context)
+        protocol.activate(self.streams)
+        self._monitored = False
+        self.resets = 0
         self.cycle = 0
         self._started = time.perf_counter()
+
+    def context(self) -> str:
+        """Where a failure happened and how to replay it (for failure messages)."""
+        return f"sim time {get_sim_time('ns'):.0f} ns\n  {self.replay}"
+
+    def monitor_unclaimed_streams(self) -> None:
+        """Put a :class:`~tb.common.streams.StreamMonitor` on each top-level stream (from the
+        runner's list) that no source, sink or monitor of this bench covers."""
+        from .streams import StreamMonitor  # streams imports protocol only; avoid a cycle at import
+
+        self._monitored = True
+        listed = json.loads(os.environ.get(STREAMS_ENV, "[]"))
+        claimed = self.streams.names()
+        added = []
+        for port in listed:
+            if port["name"] not in claimed:
+                StreamMonitor(self.dut, port["name"], ready=port["ready"], payload=port["payload"],
+                              check_payload_x=port["dir"] == "out", registry=self.streams)
+                added.append(port["name"])
+        for endpoint in self.streams.endpoints:
+            reason = self.relaxed_streams.get(endpoint.name)
+            if reason:
+                endpoint.checker.relax(reason)
+                self.log.warning("stream %s: hold rule not checked (%s)", endpoint.name, reason)
+        self.log.info("stream protocol checks on %d streams: %s; by monitor: %s", len(self.streams.endpoints),
+                      ", ".join(sorted(claimed)) or "-", ", ".join(added) or "-")
+
+    async def reset_dut(self, cycles: int = 2) -> None:
+        """Reset the DUT in the middle of a run: ``rst`` high for ``cycles`` rising edges.
+
+        Call it between :meth:`run` calls. The edge that ends the current cycle passes as
+        usual (the model stepped over it in :meth:`check`), then :meth:`reset_inputs` and
+        ``rst`` are driven for ``cycles`` edges, every stream endpoint is reset (checkers
+        restart, drivers drive anew; an item offered but not taken stays queued), and
+        :meth:`on_reset` resets the bench's model. Like :meth:`start`, it returns right
+        after the edge that releases reset; the next :meth:`run` cycle follows one idle edge.
+        """
+        await RisingEdge(self.dut.clk)
+        self.streams.reset()
+        self.reset_inputs()
+        self.dut.rst.value = 1
+        for _ in range(cycles):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        self.streams.reset()
+        self.resets += 1
+        self.on_reset()
+
+    def on_reset(self) -> None:
+        """Called after :meth:`reset_dut`: put the golden model (and bench state) back to reset."""
 
     async def start(self, *, reset_cycles: int = 2) -> None:
         self._started = time.perf_counter()
@@ -47,6 +135,7 @@ class LockstepTB:
         for _ in range(reset_cycles):
             await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
+        self.streams.reset()
 
     def write_stats(self, **counts: int) -> None:
         """Leave this test's figures for the pytest runner's summary (cycles, checks, ...).
@@ -92,19 +181,30 @@ class LockstepTB:
     async def run(self, *, cycles: int | None = None, until=None, timeout: int = 1_000_000) -> int:
         """Run whole cycles: ``cycles`` of them, or until ``until()`` is true.
 
-        Returns the number of cycles run. Fails if ``until`` is not met within ``timeout``.
+        Returns the number of cycles run. Raises :class:`RunTimeout` if ``until`` is not met
+        within ``timeout``. Each cycle ends with the protocol check of every stream endpoint
+        that :meth:`check` did not sample.
         """
+        if not self._monitored:
+            self.monitor_unclaimed_streams()
         ran = 0
         while True:
             if cycles is not None and ran >= cycles:
                 return ran
             if until is not None and until():
                 return ran
-            assert ran < timeout, f"no progress after {timeout} cycles (stopped at cycle {self.cycle})"
+            if ran >= timeout:
+                raise RunTimeout(f"no progress after {timeout} cycles (stopped at cycle {self.cycle})"
+                                 f"\n  {self.context()}")
             await RisingEdge(self.dut.clk)
             self.drive()
             await ReadOnly()
-            self.check()
+            try:
+                self.check()
+                self.streams.end_cycle(self.cycle)
+            except ProtocolViolation as exc:
+                self.log.error("%s", exc)
+                raise
             self.cycle += 1
             ran += 1
 

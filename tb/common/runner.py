@@ -10,6 +10,12 @@ Environment
 ``SIM``    simulator for cocotb (default ``icarus``).
 ``WAVES``  ``1`` dumps an FST waveform per test into the build folder.
 ``SEED``   base seed of the randomised tests (see :mod:`tb.common.seeds`).
+
+The simulated Verilog is ``write_verilog(..., simulation=True)``: a failing RTL ``Assert``
+stops the simulator with ``$fatal`` and fails the test. Into the simulator go the parameter
+set (``T3_BENCH_PARAMS``), the replay line (``T3_REPLAY``, quoted in every mismatch and
+protocol-violation message) and the top module's streams (``T3_BENCH_STREAMS``, each of
+which the bench checks for the valid/ready rules).
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from xml.etree import ElementTree
 
 from cocotb_tools.check_results import get_results
 from cocotb_tools.runner import get_runner
 
-from rtl.generate import write_verilog
+from rtl.generate import component_verilog, simulation_asserts, write_verilog
 
-from .lockstep import STATS_ENV
+from .lockstep import REPLAY_ENV, STATS_ENV, STREAMS_ENV
+from .protocol import stream_ports
 from .seeds import base_seed, derive_seed
 from .stats import add_stats
 from .verilator import VERILATOR_CFLAGS, verilator_env
@@ -54,24 +63,45 @@ class CocotbBench:
         Name of the parameter set (the build folder's name).
     params : dict
         Constructor parameters of the block.
+    factory : callable, optional
+        Builds the component from ``params`` instead of :data:`rtl.generate.BLOCKS` (for
+        benches of the bench library itself); ``block`` is then only the module name.
+    simulator : str, optional
+        Overrides ``$SIM``.
+    collect_stats : bool
+        Require the test's stats file and add it to the session summary (default).
     """
 
     _lock = threading.Lock()
 
-    def __init__(self, *, block: str, test_module: str, param_set: str, params: dict):
+    def __init__(self, *, block: str, test_module: str, param_set: str, params: dict,
+                 factory: Callable | None = None, simulator: str | None = None, collect_stats: bool = True):
         self.block = block
         self.test_module = test_module
         self.param_set = param_set
         self.params = dict(params)
-        self.simulator = os.environ.get("SIM", "icarus")
+        self.factory = factory
+        self.simulator = simulator or os.environ.get("SIM", "icarus")
+        self.collect_stats = collect_stats
         self.build_dir = REPO_ROOT / "sim_build" / block / f"{param_set}-{self.simulator}"
         self._built = False
+
+    def _write_verilog(self) -> Path:
+        path = self.build_dir / f"{self.block}.v"
+        if self.factory is None:
+            return write_verilog(self.block, path, simulation=True, **self.params)
+        text = simulation_asserts(component_verilog(self.factory(**self.params), self.block))
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return path
 
     def build(self) -> None:
         with self._lock:
             if self._built:
                 return
-            verilog = write_verilog(self.block, self.build_dir / f"{self.block}.v", **self.params)
+            verilog = self._write_verilog()
+            self._streams = json.dumps(stream_ports(verilog.read_text(), self.block))
             stamp = self.build_dir / "params.json"
             options = json.dumps({"params": self.params, "waves": _waves()}, sort_keys=True)
             if stamp.exists() and stamp.read_text() != options:
@@ -95,33 +125,63 @@ class CocotbBench:
             stamp.write_text(options)
             self._built = True
 
+    def replay(self, testcase: str, seed: int) -> str:
+        """``replay: SEED=<base> pytest <bench folder> -k '<param set>-<testcase>' (cocotb seed N)``."""
+        folder = "/".join(self.test_module.split(".")[:-1])
+        return f"replay: SEED={base_seed()} pytest {folder} -k '{self.param_set}-{testcase}' (cocotb seed {seed})"
+
     def run(self, testcase: str) -> None:
         """Run one cocotb testcase and fail the pytest item if it fails."""
         self.build()
         seed = derive_seed(self.block, self.param_set, testcase)
-        replay = f"replay: SEED={base_seed()} make test  (or pytest -k '{testcase}'), cocotb seed {seed}"
+        replay = self.replay(testcase, seed)
         print(f"{self.block}[{self.param_set}]::{testcase}  {replay}")
         stats_file = self.build_dir / "sim" / f"stats-{testcase}.json"
         stats_file.unlink(missing_ok=True)
-        results = self._runner.test(
-            test_module=self.test_module,
-            hdl_toplevel=self.block,
-            hdl_toplevel_lang="verilog",
-            testcase=testcase,
-            seed=seed,
-            extra_env={PARAMS_ENV: json.dumps(self.params), STATS_ENV: str(stats_file)},
-            waves=_waves(),
-            build_dir=self.build_dir / "sim",
-            test_dir=self.build_dir / "sim",
-            results_xml=str(self.build_dir / "sim" / f"results-{testcase}.xml"),
-        )
+        results = self.build_dir / "sim" / f"results-{testcase}.xml"
+        try:
+            self._runner.test(
+                test_module=self.test_module,
+                hdl_toplevel=self.block,
+                hdl_toplevel_lang="verilog",
+                testcase=testcase,
+                seed=seed,
+                extra_env={PARAMS_ENV: json.dumps(self.params), STATS_ENV: str(stats_file), REPLAY_ENV: replay,
+                           STREAMS_ENV: self._streams},
+                waves=_waves(),
+                build_dir=self.build_dir / "sim",
+                test_dir=self.build_dir / "sim",
+                results_xml=str(results),
+            )
+        except (SystemExit, RuntimeError) as exc:
+            # Under pytest, cocotb's runner exits on a failed test, and raises RuntimeError when
+            # the simulator's exit status is not 0 ($fatal of an RTL assertion); say why.
+            raise AssertionError(f"cocotb testcase {testcase!r} failed: {failure_message(results, exc)}"
+                                 f"\n{replay}") from None
         tests, failed = get_results(results)
         assert tests == 1, f"cocotb ran {tests} tests for testcase {testcase!r}, expected 1"
-        assert failed == 0, f"cocotb testcase {testcase!r} failed; {replay}"
+        assert failed == 0, f"cocotb testcase {testcase!r} failed: {failure_message(results)}\n{replay}"
+        if not self.collect_stats:
+            return
         assert stats_file.exists(), f"cocotb testcase {testcase!r} wrote no stats (no final check?)"
         stats = json.loads(stats_file.read_text())
         stats.pop("wall_s", None)  # a speed, for `make bench`; the summary adds up simulated figures
         add_stats(self.block, tests=1, **stats)
+
+
+def failure_message(results: Path, exc: BaseException | None = None) -> str:
+    """The first failure's message in a cocotb results file, or why there is none."""
+    code = f" ({exc})" if isinstance(exc, RuntimeError) else ""
+    if not Path(results).is_file():
+        return f"the simulator stopped without results{code} (an RTL assertion's $fatal?); see the log above"
+    for case in ElementTree.parse(results).getroot().iter("testcase"):
+        for failure in [*case.iter("failure"), *case.iter("error")]:
+            message = (failure.get("message") or failure.text or "no message").strip()
+            if "ended prematurely" in message:
+                message = (f"the simulator stopped{code}: an RTL assertion ('ASSERTION FAILED' in the log)? "
+                           f"cocotb: {message}")
+            return message
+    return f"no failure recorded{code}; see the log above"
 
 
 def bench_params() -> dict:

@@ -18,6 +18,10 @@ PARAM_SETS = {
 #: Trigger source pattern x egress sink pattern.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
 
+#: Random triggers with ``RESETS_PER_TEST`` mid-run resets (trigger source x egress sink).
+RESET_TESTS = ["reset_mid_run__full__random", "reset_mid_run__gaps__heavy"]
+RESETS_PER_TEST = 3
+
 DIRECTED_TESTS = [
     "full_rate_back_to_back",
     "trigger_burst_while_egress_stalled",
@@ -27,7 +31,7 @@ DIRECTED_TESTS = [
 ]
 
 CASES = (
-    [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]
+    [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
     + [("slow_mem", t) for t in ["random__full__always", "random__gaps__random", "random__full__heavy",
-                                  *DIRECTED_TESTS]]
+                                  "reset_mid_run__full__random", *DIRECTED_TESTS]]
 )

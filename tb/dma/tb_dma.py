@@ -8,8 +8,6 @@ the descriptor's address, and every trigger against exactly one ``done``.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import cocotb
 
 from rtl.dma_path import DmaPath
@@ -20,7 +18,7 @@ from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.model import STORE, UPDATE, DmaPathModel
-from tb.dma.scenarios import DIRECTED_TESTS, RANDOM_TESTS
+from tb.dma.scenarios import DIRECTED_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST
 
 
 def random_descriptor(rng, *, addr_width: int, max_beats: int, port_width: int) -> dict:
@@ -44,6 +42,8 @@ class DmaChecks:
         self.egress_beats: list[dict] = []
         self.egress_cycles: list[int] = []
         self.first_egress_cycle: int | None = None
+        # Figures of the epochs that a reset ended.
+        self.dma_totals = {"commands": 0, "beats": 0, "cut_commands": 0}
 
     def check_dma_outputs(self, table_out, engine_out) -> None:
         dut, sb, cycle = self.dut, self.scoreboard, self.cycle
@@ -81,25 +81,59 @@ class DmaChecks:
         if dma_cmd in self.descriptors:
             self.expected_commands.append((dma_cmd, dict(self.descriptors[dma_cmd])))
 
-    def final_dma_check(self) -> None:
-        """Every trigger gave one command of exactly ``beats`` beats with the memory's data."""
+    def _check_commands(self, *, cut: bool) -> int:
+        """Every beat so far belongs, in order and with the memory's data, to the commands
+        triggered so far, each of exactly ``beats`` beats, and ``done`` named each complete
+        command once, in order. With ``cut`` (a reset ended the epoch) the last commands may
+        be incomplete or not started. Returns the number of complete commands."""
         mask = (1 << self.spec.engine.addr_width) - 1
         beats = iter(self.egress_beats)
+        complete = 0
         for n, (dma_cmd, desc) in enumerate(self.expected_commands):
             for i in range(desc["beats"]):
                 beat = next(beats, None)
-                assert beat is not None, f"command {n} (dma_cmd {dma_cmd}) lost beats from beat {i}"
+                if beat is None:
+                    assert cut, f"command {n} (dma_cmd {dma_cmd}) lost beats from beat {i}"
+                    break
                 want = {"dst_port": desc["dst_port"], "dst_addr": (desc["dst_addr"] + i) & mask,
                         "op": desc["op"], "last": int(i == desc["beats"] - 1),
                         "data": self.memory(desc["src_addr"] + i)}
                 assert beat == want, f"command {n} beat {i}: {beat} != {want}"
+            else:
+                complete += 1
+                continue
+            break
         assert next(beats, None) is None, "egress sent beats no command asked for"
-        assert Counter(self.done_seen) == Counter(c for c, _ in self.expected_commands), "done != triggers"
-        assert len(self.done_seen) == len(self.expected_commands)
+        assert self.done_seen == [c for c, _ in self.expected_commands[:complete]], "done != completed commands"
+        return complete
+
+    def final_dma_check(self) -> None:
+        """Every trigger since the last reset gave one command of exactly ``beats`` beats
+        with the memory's data, and one ``done``."""
+        self._check_commands(cut=False)
+
+    def dma_checks_on_reset(self) -> None:
+        """A DUT reset ends the epoch: check it as far as it went (the commands in flight are
+        lost), then start afresh (the table forgot its descriptors: the driver reprograms)."""
+        complete = self._check_commands(cut=True)
+        self.dma_totals["commands"] += complete
+        self.dma_totals["beats"] += len(self.egress_beats)
+        self.dma_totals["cut_commands"] += len(self.expected_commands) - complete
+        self.descriptors = {}
+        self.expected_commands = []
+        self.done_seen = []
+        self.egress_beats = []
+        self.egress_cycles = []
 
 
 class TB(LockstepTB, DmaChecks):
-    """DMA path bench: program and trigger sources, egress sink, memory, model."""
+    """DMA path bench: program and trigger sources, egress sink, memory, model.
+
+    After a mid-run reset the sources *drop* the item they were offering (a trigger comes
+    from a tracker, which was reset too; a program is redone in full), the table has
+    forgotten every descriptor, so the driver reprograms all of them while the triggers
+    still queued wait (:meth:`reprogram_after_reset`).
+    """
 
     def __init__(self, dut, *, trigger_p=1.0, egress_p=1.0):
         super().__init__(dut)
@@ -107,9 +141,7 @@ class TB(LockstepTB, DmaChecks):
         self.spec = DmaPath(**self.params)
         table, engine = self.spec.table, self.spec.engine
         self.memory = BenchMemory(self.rng, addr_width=engine.addr_width, data_width=engine.data_width)
-        self.model = DmaPathModel(max_beats=table.max_beats, queue_depth=table.queue_depth,
-                                  read_latency=engine.read_latency, addr_width=engine.addr_width,
-                                  memory=self.memory)
+        self.model = self._new_model()
         self.program_src = StreamSource(dut, "program", table.program_layout, self.rng)
         self.trigger_src = StreamSource(dut, "trigger", table.trigger_layout, self.rng, trigger_p)
         self.egress_sink = StreamSink(dut, "egress", engine.packet_layout, self.rng, egress_p)
@@ -130,6 +162,27 @@ class TB(LockstepTB, DmaChecks):
     def reset_inputs(self) -> None:
         for name in ("program__valid", "trigger__valid", "egress__ready"):
             getattr(self.dut, name).value = 0
+
+    def _new_model(self) -> DmaPathModel:
+        table, engine = self.spec.table, self.spec.engine
+        return DmaPathModel(max_beats=table.max_beats, queue_depth=table.queue_depth,
+                            read_latency=engine.read_latency, addr_width=engine.addr_width, memory=self.memory)
+
+    def on_reset(self) -> None:
+        self.dma_checks_on_reset()
+        for src in (self.program_src, self.trigger_src):
+            src.current = None
+        self.program_src.queue.clear()
+        self.model = self._new_model()
+        # The idle edge between reset release and the first checked cycle.
+        self.model.step(program=None, trigger=None, egress_ready=0)
+
+    async def reprogram_after_reset(self) -> None:
+        """Program every descriptor anew, triggers held back until the table has them all."""
+        p_valid, self.trigger_src.p_valid = self.trigger_src.p_valid, 0.0
+        self.program_all()
+        await self.run(until=self.program_src.idle)
+        self.trigger_src.p_valid = p_valid
 
     def drive(self) -> None:
         self.program_src.drive()
@@ -174,8 +227,9 @@ class TB(LockstepTB, DmaChecks):
             assert status["table"]["err_unprogrammed"] == 0 and status["table"]["err_bad_descriptor"] == 0
         assert status["engine"]["busy"] == 0
         self.final_dma_check()
-        self.write_stats(triggers=self.trigger_src.sent, beats=len(self.egress_beats),
-                         commands=len(self.done_seen))
+        self.write_stats(triggers=self.trigger_src.sent, beats=self.dma_totals["beats"] + len(self.egress_beats),
+                         commands=self.dma_totals["commands"] + len(self.done_seen),
+                         cut_commands=self.dma_totals["cut_commands"], resets=self.resets)
         self.scoreboard.assert_clean()
 
 
@@ -188,7 +242,7 @@ async def random_test(dut, source, sink):
     tb.program_all()
     # Enough triggers for several thousand cycles whatever the pattern; occasionally the
     # driver reprograms a descriptor while triggers flow.
-    triggers = {"always": 160, "random": 90, "heavy": 16}[sink]
+    triggers = {"always": 145, "random": 80, "heavy": 14}[sink]
     await tb.start()
     await tb.run(until=tb.program_src.idle)
     for _ in range(triggers):
@@ -203,6 +257,35 @@ async def random_test(dut, source, sink):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+async def reset_test(dut, source, sink):
+    """Random triggers with ``rst`` asserted for 1..4 cycles at random points while commands
+    are queued or on the wire; the model is reset at the same edge, the driver reprograms
+    the table, and the run goes on, checked every cycle, to the final beat-by-beat check."""
+    tb = TB(dut, trigger_p=SOURCE_PATTERNS[source], egress_p=SINK_PATTERNS[sink])
+    commands = tb.spec.table.commands
+    tb.program_all()
+    await tb.start()
+    await tb.run(until=tb.program_src.idle)
+    tb.trigger_src.queue.extend({"tile": tb.rng.getrandbits(tb.spec.table.tile_width),
+                                 "dma_cmd": tb.rng.randrange(commands)}
+                                for _ in range({"always": 80, "random": 50, "heavy": 10}[sink]))
+    busy_resets = 0
+    for _ in range(RESETS_PER_TEST):
+        await tb.run(cycles=tb.rng.randint(10, 300))
+        await tb.run(until=lambda: not tb.model.idle() or tb.trigger_src.idle(), timeout=10_000)
+        busy_resets += not tb.model.idle()
+        await tb.reset_dut(cycles=tb.rng.randint(1, 4))
+        await tb.reprogram_after_reset()
+    assert busy_resets > 0, "no reset hit a command in flight"
+    await tb.drain()
+    tb.log.info("%d resets (%d with commands in flight), %d commands cut", tb.resets, busy_resets,
+                tb.dma_totals["cut_commands"])
+    tb.final_check()
+
+
+register_tests(globals(), RESET_TESTS, reset_test)
 
 
 # -- directed tests -------------------------------------------------------------------------
@@ -319,4 +402,4 @@ async def error_bad_descriptor(dut):
     tb.final_check(errors_expected=True)
 
 
-assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"
+assert set(RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

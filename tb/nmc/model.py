@@ -4,6 +4,16 @@ Lane sums come from :func:`tb.fp_add.golden.golden_add` (numpy / ml_dtypes), nev
 RTL adder. The model keeps two views of the bank: the *logical* one, with every accepted
 request applied in order (what the bank must finally hold), and the *physical* one, which
 the read port sees, where a request lands ``write_latency`` (= 2) cycles after acceptance.
+
+What the bank holds is known only where the documentation determines it. ``rtl/nmc.py``
+makes no promise about the bank after power-up or reset, so every word starts *unknown*;
+a ``STORE`` makes it known, an ``UPDATE`` keeps it as known as it was (an update of an
+unknown word is a protocol error of the driver, and its result is unknown). A read of an
+unknown word is not compared. A reset drops the requests in flight (accepted, not yet
+written back): their words become unknown, since their write-back may or may not have
+happened. Every other word keeps its value across the reset, as the memory array itself
+is not reset (real memory keeps its contents; the benches check that, see
+:meth:`NearMemoryReducerModel.reset`).
 """
 
 from __future__ import annotations
@@ -35,34 +45,55 @@ def beat_to_lanes(beat: int, dtype, lanes: int) -> np.ndarray:
 @dataclass(frozen=True)
 class ReducerOutputs:
     request_ready: int
-    read_data: int | None  # the beat read last cycle, or None if no read was issued
+    read_data: int | None  # the beat read last cycle, or None if no read was issued or its word is unknown
+    read_issued: bool      # a read was issued last cycle (its data shows now)
     status: dict
 
 
 class NearMemoryReducerModel:
-    """Reference behaviour of :class:`rtl.nmc.NearMemoryReducer`."""
+    """Reference behaviour of :class:`rtl.nmc.NearMemoryReducer`.
+
+    ``known`` (``physical_known``) marks the words of the logical (physical) view whose
+    contents the specification determines.
+    """
 
     def __init__(self, *, format: str, lanes: int, depth: int):  # noqa: A002
         self.format = format
         self.lanes = lanes
         self.utype = NUMPY_TYPES[format][1]
         self.logical = np.zeros((depth, lanes), dtype=self.utype)
+        self.known = np.zeros(depth, dtype=bool)
         self.physical = self.logical.copy()
-        self.pipeline: list[tuple[int, np.ndarray] | None] = [None] * SPEC_WRITE_LATENCY
+        self.physical_known = self.known.copy()
+        self.reset()
+
+    def reset(self) -> None:
+        """The state in the first cycle after reset: the requests in flight are dropped and
+        their words unknown; the read port shows nothing; the counters are zero."""
+        for slot in getattr(self, "pipeline", []):
+            if slot is not None:
+                addr = slot[0]
+                self.known[addr] = self.physical_known[addr] = False
+        self.pipeline: list[tuple[int, np.ndarray, bool] | None] = [None] * SPEC_WRITE_LATENCY
         self.read_data: int | None = None
+        self.read_issued = False
         self.status = {"stores": 0, "updates": 0}
 
     def outputs(self) -> ReducerOutputs:
-        return ReducerOutputs(request_ready=1, read_data=self.read_data, status=dict(self.status))
+        return ReducerOutputs(request_ready=1, read_data=self.read_data, read_issued=self.read_issued,
+                              status=dict(self.status))
 
     def step(self, *, request: tuple[int, int, int] | None, read_addr: int | None) -> None:
         """Advance one edge. ``request`` is ``(addr, op, beat)``; ``read_addr`` a read issued now."""
         landing = self.pipeline[-1]
         if landing is not None:
-            addr, value = landing
+            addr, value, known = landing
             self.physical[addr] = value
+            self.physical_known[addr] = known
         # The read port is transparent to the write-back of its own cycle.
-        self.read_data = lanes_to_beat(self.physical[read_addr]) if read_addr is not None else None
+        self.read_issued = read_addr is not None
+        self.read_data = (lanes_to_beat(self.physical[read_addr])
+                          if read_addr is not None and self.physical_known[read_addr] else None)
         entering = None
         if request is not None:
             addr, op, beat = request
@@ -72,7 +103,8 @@ class NearMemoryReducerModel:
                 self.status["updates"] = (self.status["updates"] + 1) & COUNTER_MASK
             else:
                 value = data
+                self.known[addr] = True
                 self.status["stores"] = (self.status["stores"] + 1) & COUNTER_MASK
             self.logical[addr] = value
-            entering = (addr, value)
+            entering = (addr, value, bool(self.known[addr]))
         self.pipeline = [entering, *self.pipeline[:-1]]

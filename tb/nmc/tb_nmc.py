@@ -1,9 +1,18 @@
 # amaranth: UnusedElaboratable=no
 """cocotb bench of the near-memory reducer, lock-step with the golden model.
 
-Every cycle: ``request.ready``, the read port's data (after every read) and the status
-counters are compared with the model. At the end the whole bank is read out through the
-read port and compared with the model's bank bit for bit (any NaN matches any NaN).
+Every cycle: ``request.ready``, the read port's data (after every read of a word whose
+contents are known) and the status counters are compared with the model. At the end the
+whole bank is read out through the read port and every known word is compared with the
+model's bank bit for bit (any NaN matches any NaN).
+
+The bank makes no promise at power-up (the bench builds it with ``power_up_seed``, so its
+words are pseudo-random), so the driver follows the protocol: its first request to a word
+is a ``STORE``, and only then does it ``UPDATE`` it. After a mid-run reset the driver
+drops the request it was offering (none, in practice: ``request`` is always ready) and
+re-initialises, with a ``STORE``, the words of the requests it made in the last
+``write_latency`` cycles before the reset, whose write-back the reset may have cut off;
+every other word keeps its value and goes on accumulating.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from tb.common.runner import bench_params
 from tb.common.streams import StreamSource
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import STORE, UPDATE, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat
-from tb.nmc.scenarios import DIRECTED_TESTS, RANDOM_TESTS, REQUESTS
+from tb.nmc.scenarios import DIRECTED_TESTS, RANDOM_TESTS, REQUESTS, RESET_TESTS, RESETS_PER_TEST
 
 
 class TB(LockstepTB):
@@ -30,7 +39,14 @@ class TB(LockstepTB):
         self.ftype, self.utype = NUMPY_TYPES[self.fmt]
         self.np_rng = np.random.default_rng(self.seed)
         self.model = NearMemoryReducerModel(format=self.fmt, lanes=self.spec.lanes, depth=self.spec.depth)
-        self.request_src = StreamSource(dut, "request", self.spec.request_layout, self.rng, request_p)
+        self.request_src = StreamSource(dut, "request", self.spec.request_layout, self.rng, request_p,
+                                        next_item=self._next_request)
+        # Reactive stimulus (random tests): requests left, the address pool, the words the
+        # driver has initialised since power-up or reset, its latest accepted requests.
+        self.budget = 0
+        self.pool: list[int] = []
+        self.initialised: set[int] = set()
+        self.recent: list[tuple[int, int]] = []   # (cycle, addr), the last write_latency cycles
         self.read_p = read_p
         self.read_queue: list[int] = []   # addresses to read in order (the final dump)
         self.read_now: int | None = None
@@ -38,6 +54,8 @@ class TB(LockstepTB):
         self.requests = 0
         self.request_cycles: list[int] = []
         self.read_log: list[tuple[int, int, int]] = []  # (cycle, addr, data) for directed checks
+        self.reads_unknown = 0
+        self.reset_cycle = 0   # first cycle after the latest reset
         self._pending_read: int | None = None
 
     # -- stimulus ---------------------------------------------------------------------------
@@ -54,9 +72,44 @@ class TB(LockstepTB):
         return lanes_to_beat(bits.astype(self.utype))
 
     def request(self, addr: int, op: int | None = None) -> dict:
+        """A request to ``addr``: a STORE if the driver has not initialised the word yet."""
         if op is None:
-            op = STORE if self.rng.random() < 0.15 else UPDATE
+            op = STORE if addr not in self.initialised or self.rng.random() < 0.15 else UPDATE
+        if op == STORE:
+            self.initialised.add(addr)
+        else:
+            assert addr in self.initialised, f"bench: UPDATE of word {addr} before any STORE"
         return {"addr": addr, "op": op, "data": self.beat()}
+
+    def _next_request(self) -> dict | None:
+        if self.budget == 0:
+            return None
+        self.budget -= 1
+        return self.request(self.rng.choice(self.pool))
+
+    # -- reset ------------------------------------------------------------------------------
+
+    def _idle_edge(self) -> None:
+        """Step the model over the idle edge between reset release and the first checked cycle."""
+        self.model.step(request=None, read_addr=None)
+
+    async def start(self, *, reset_cycles: int = 2) -> None:
+        await super().start(reset_cycles=reset_cycles)
+        self._idle_edge()
+
+    def on_reset(self) -> None:
+        last = self.cycle - 1   # the last checked cycle; its edge passed before rst rose
+        lost = {addr for cycle, addr in self.recent if cycle > last - self.spec.write_latency}
+        dropped = self.request_src.current
+        if dropped is not None:
+            self.request_src.current = None
+            if dropped["op"] == STORE:
+                lost.add(dropped["addr"])
+        self.initialised -= lost
+        self.recent = []
+        self.read_now = self._pending_read = None
+        self.model.reset()
+        self._idle_edge()
 
     # -- cycle loop -------------------------------------------------------------------------
 
@@ -70,7 +123,11 @@ class TB(LockstepTB):
         if self.read_queue:
             self.read_now = self.read_queue.pop(0)
         elif self.rng.random() < self.read_p:
-            self.read_now = self.rng.randrange(self.spec.depth)
+            # Mostly the driver's own words (known contents, compared); sometimes any word.
+            if self.pool and self.rng.random() < 0.8:
+                self.read_now = self.rng.choice(self.pool)
+            else:
+                self.read_now = self.rng.randrange(self.spec.depth)
         else:
             self.read_now = None
         self.dut.read__en.value = int(self.read_now is not None)
@@ -81,17 +138,24 @@ class TB(LockstepTB):
         dut, sb, cycle = self.dut, self.scoreboard, self.cycle
         expected = self.model.outputs()
         sb.check(cycle, "request.ready", int(dut.request__ready.value), expected.request_ready)
-        if expected.read_data is not None:
-            got = int(dut.read__data.value)
+        if expected.read_issued:
+            raw = dut.read__data.value
+            sb.check(cycle, f"read.data[{self._pending_read}] has no X/Z", raw.is_resolvable, True)
+            got = int(raw)
             self.read_log.append((cycle, self._pending_read, got))
-            self.reads_checked += 1
-            sb.check(cycle, f"read.data[{self._pending_read}]", self._lanes_equal(got, expected.read_data), True,
-                     explain=lambda g, e: f"lanes {self._lane_diff(got, expected.read_data)}")
+            if expected.read_data is None:   # a word the bank makes no promise about
+                self.reads_unknown += 1
+            else:
+                self.reads_checked += 1
+                sb.check(cycle, f"read.data[{self._pending_read}]", self._lanes_equal(got, expected.read_data), True,
+                         explain=lambda g, e: f"lanes {self._lane_diff(got, expected.read_data)}")
         sb.check(cycle, "status", int(dut.status.value), pack(self.spec.status_layout, expected.status))
         request, taken = self.request_src.handshake()
         if taken:
             self.requests += 1
             self.request_cycles.append(cycle)
+            self.recent = [(c, a) for c, a in self.recent if c > cycle - self.spec.write_latency]
+            self.recent.append((cycle, taken["addr"]))
         self.model.step(request=request and (request["addr"], request["op"], request["data"]),
                         read_addr=self.read_now)
         self._pending_read = self.read_now
@@ -107,7 +171,7 @@ class TB(LockstepTB):
 
     async def drain_and_dump(self) -> None:
         """Finish the requests, then read the whole bank and compare it with the model's."""
-        await self.run(until=self.request_src.idle, timeout=2_000_000)
+        await self.run(until=lambda: self.request_src.idle() and self.budget == 0, timeout=2_000_000)
         await self.run(cycles=self.spec.write_latency)
         self.read_p = 0.0
         first = len(self.read_log)
@@ -115,25 +179,36 @@ class TB(LockstepTB):
         await self.run(cycles=self.spec.depth + self.spec.read_latency)
         dumped = {addr: data for _, addr, data in self.read_log[first:]}
         assert sorted(dumped) == list(range(self.spec.depth)), "the dump missed addresses"
-        bank = np.stack([beat_to_lanes(dumped[a], self.utype, self.spec.lanes) for a in range(self.spec.depth)])
-        bad = mismatches(self.fmt, bank.ravel(), self.model.logical.ravel())
-        assert len(bad) == 0, f"{len(bad)} lanes of the bank differ from the model, first at flat index {bad[0]}"
+        known = [a for a in range(self.spec.depth) if self.model.known[a]]
+        assert known, "no word of the bank was initialised"
+        bank = np.stack([beat_to_lanes(dumped[a], self.utype, self.spec.lanes) for a in known])
+        bad = mismatches(self.fmt, bank.ravel(), self.model.logical[known].ravel())
+        assert len(bad) == 0, (f"{len(bad)} lanes of the bank differ from the model, first in word "
+                               f"{known[bad[0] // self.spec.lanes]}")
+        self.words_dumped = len(known)
 
     def final_check(self) -> None:
         status = unpack(self.spec.status_layout, int(self.dut.status.value))
-        assert status["stores"] + status["updates"] == self.requests
+        since_reset = sum(1 for c in self.request_cycles if c >= self.reset_cycle)
+        assert status["stores"] + status["updates"] == since_reset
         span = self.request_cycles[-1] - self.request_cycles[0] + 1 if self.request_cycles else 0
-        self.write_stats(requests=self.requests, reads_checked=self.reads_checked, request_span_cycles=span)
+        self.write_stats(requests=self.requests, reads_checked=self.reads_checked, reads_unknown=self.reads_unknown,
+                         words_dumped=getattr(self, "words_dumped", 0), request_span_cycles=span, resets=self.resets)
         self.scoreboard.assert_clean()
+
+
+def _random_traffic(tb: TB, addresses: str, source: str, scale: float = 1.0) -> int:
+    depth = tb.spec.depth
+    tb.pool = tb.rng.sample(range(depth), 4) if addresses == "hot" else list(range(depth))
+    # Wide beats simulate ~4x slower on Icarus (more lane adders): a quarter of the requests.
+    count = REQUESTS[source] if tb.spec.lanes <= 4 else REQUESTS[source] // 4
+    tb.budget = int(count * scale)
+    return tb.budget
 
 
 async def random_test(dut, addresses, source):
     tb = TB(dut, request_p=SOURCE_PATTERNS[source])
-    depth = tb.spec.depth
-    pool = tb.rng.sample(range(depth), 4) if addresses == "hot" else list(range(depth))
-    # Wide beats simulate ~4x slower on Icarus (more lane adders): a quarter of the requests.
-    count = REQUESTS[source] if tb.spec.lanes <= 4 else REQUESTS[source] // 4
-    tb.request_src.queue.extend(tb.request(tb.rng.choice(pool)) for _ in range(count))
+    count = _random_traffic(tb, addresses, source)
     await tb.start()
     await tb.drain_and_dump()
     if source == "full":
@@ -146,6 +221,32 @@ async def random_test(dut, addresses, source):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+async def reset_test(dut, addresses, source):
+    """Random requests and reads with ``rst`` asserted for 1..4 cycles at random points while
+    requests are in the pipeline; the model drops those requests (their words become
+    unknown, and the driver stores them afresh), keeps the rest of the bank, and the run
+    goes on, checked every cycle, to the full dump."""
+    tb = TB(dut, request_p=SOURCE_PATTERNS[source])
+    count = _random_traffic(tb, addresses, source, scale=0.25)
+    await tb.start()
+    busy_resets = 0
+    for _ in range(RESETS_PER_TEST):
+        await tb.run(cycles=tb.rng.randint(50, max(60, count // (RESETS_PER_TEST + 1))))
+        await tb.run(until=lambda: any(slot is not None for slot in tb.model.pipeline) or tb.budget == 0,
+                     timeout=10_000)
+        busy_resets += any(slot is not None for slot in tb.model.pipeline)
+        await tb.reset_dut(cycles=tb.rng.randint(1, 4))
+        tb.reset_cycle = tb.cycle
+    assert busy_resets > 0, "no reset hit requests in flight"
+    await tb.drain_and_dump()
+    tb.log.info("%d resets (%d with requests in flight); %d reads of unknown words", tb.resets, busy_resets,
+                tb.reads_unknown)
+    tb.final_check()
+
+
+register_tests(globals(), RESET_TESTS, reset_test)
 
 
 @cocotb.test()
@@ -184,4 +285,4 @@ async def write_visible_after_write_latency(dut):
     tb.final_check()
 
 
-assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"
+assert set(RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

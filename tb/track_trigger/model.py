@@ -13,11 +13,20 @@ __all__ = ["TrackAndTriggerModel"]
 class TrackAndTriggerModel:
     """Reference behaviour of :class:`rtl.track_trigger.TrackAndTrigger`."""
 
-    def __init__(self, *, entries: int, trigger_depth: int, max_beats: int, queue_depth: int,
+    def __init__(self, *, entries: int, trigger_depth: int | None, max_beats: int, queue_depth: int,
                  read_latency: int, addr_width: int, memory: Callable[[int], int]):
-        self.tracker = TrackerTableModel(entries=entries, trigger_depth=trigger_depth)
-        self.path = DmaPathModel(max_beats=max_beats, queue_depth=queue_depth,
-                                 read_latency=read_latency, addr_width=addr_width, memory=memory)
+        self._params = {"entries": entries, "trigger_depth": trigger_depth, "max_beats": max_beats,
+                        "queue_depth": queue_depth, "read_latency": read_latency, "addr_width": addr_width,
+                        "memory": memory}
+        self.reset()
+
+    def reset(self) -> None:
+        """The state in the first cycle after reset: both models at power-up (the tracker's
+        sweep starting, the command table without descriptors)."""
+        p = self._params
+        self.tracker = TrackerTableModel(entries=p["entries"], trigger_depth=p["trigger_depth"])
+        self.path = DmaPathModel(max_beats=p["max_beats"], queue_depth=p["queue_depth"],
+                                 read_latency=p["read_latency"], addr_width=p["addr_width"], memory=p["memory"])
 
     def outputs(self):
         """``(tracker outputs, table outputs, engine outputs)`` of this cycle."""
@@ -34,5 +43,4 @@ class TrackAndTriggerModel:
         return self.path.step(program=program, trigger=trigger, egress_ready=egress_ready)
 
     def idle(self) -> bool:
-        t = self.tracker
-        return not t.armed and t.in_flight is None and not t.queue and self.path.idle()
+        return self.tracker.idle() and self.path.idle()

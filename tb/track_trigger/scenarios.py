@@ -15,9 +15,13 @@ PARAM_SETS = {
 #: Update source pattern x egress sink pattern.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
 
+#: Random tiles with ``RESETS_PER_TEST`` mid-run resets (source x egress sink pattern).
+RESET_TESTS = ["reset_mid_run__full__random", "reset_mid_run__gaps__heavy"]
+RESETS_PER_TEST = 3
+
 DIRECTED_TESTS = [
     "update_to_egress_latency",
     "tracker_and_dma_at_full_rate_together",
 ]
 
-CASES = [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]
+CASES = [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]

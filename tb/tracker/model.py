@@ -3,7 +3,18 @@
 The model is written from the port-level specification in ``rtl/tracker.py``'s docstring,
 not from its implementation: entries are a dict, the pipeline is a one-slot delay line and
 the trigger queue is a deque. Per cycle the bench calls :meth:`outputs` (what the ports
-must show in this cycle) and then :meth:`step` with the inputs sampled in the same cycle.
+must show in this cycle) and then :meth:`step` with the inputs offered in the same cycle.
+
+The specification it follows:
+
+* after reset a sweep of ``reset_cycles`` (= ``entries``) cycles holds ``arm.ready`` and
+  ``update.ready`` low with ``status.clearing`` high; then every entry is unarmed, count 0;
+* every armed entry reserves a trigger-queue slot: ``arm.ready`` is low while the armed
+  entries plus the queued triggers reach ``trigger_depth`` (default ``entries``);
+* ``update.ready`` is high in every cycle after the sweep;
+* an arm is ordered before an update of the same cycle; an entry frees itself in the cycle
+  its last update is accepted; its trigger is valid ``trigger_latency`` (= 2) cycles later
+  when the queue ahead of it is empty.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["TrackerOutputs", "TrackerTableModel", "LOCAL", "REMOTE"]
+__all__ = ["TrackerOutputs", "TrackerTableModel", "LOCAL", "REMOTE", "SPEC_TRIGGER_LATENCY"]
 
 LOCAL = 0
 REMOTE = 1
@@ -35,15 +46,30 @@ class TrackerOutputs:
 class TrackerTableModel:
     """Reference behaviour of :class:`rtl.tracker.TrackerTable`.
 
+    A new model (and :meth:`reset`) is in the first cycle after the edge that releases
+    reset: the sweep has ``reset_cycles`` cycles to go, this one included.
+
     Parameters
     ----------
-    entries, trigger_depth : int
+    entries : int
         As for the RTL block.
+    trigger_depth : int or None
+        As for the RTL block (``None``: ``entries``).
     """
 
-    def __init__(self, *, entries: int, trigger_depth: int):
+    def __init__(self, *, entries: int, trigger_depth: int | None = None):
         self.entries = entries
-        self.trigger_depth = trigger_depth
+        self.trigger_depth = entries if trigger_depth is None else trigger_depth
+        self.reset()
+
+    @property
+    def reset_cycles(self) -> int:
+        """Cycles of the reset sweep (the docstring's ``reset_cycles`` = ``entries``)."""
+        return self.entries
+
+    def reset(self) -> None:
+        """The state in the first cycle after reset: everything forgotten, the sweep starting."""
+        self.sweep_left = self.reset_cycles
         # tile -> [count, threshold, dma_cmd] for armed tiles only.
         self.armed: dict[int, list[int]] = {}
         # Completion accepted in the previous cycle, on its way into the queue.
@@ -57,15 +83,25 @@ class TrackerTableModel:
             "local_updates": 0, "remote_updates": 0, "triggers": 0,
         }
 
+    @property
+    def reserved(self) -> int:
+        """Trigger-queue slots held: one per armed entry (a completion on its way into the
+        queue included, as ``status.armed_entries`` shows it) and one per queued trigger."""
+        return self.status["armed_entries"] + len(self.queue)
+
     def outputs(self) -> TrackerOutputs:
-        pending = len(self.queue) + (self.in_flight is not None)
+        clearing = self.sweep_left > 0
         return TrackerOutputs(
-            arm_ready=1,
-            update_ready=int(pending < self.trigger_depth),
+            arm_ready=int(not clearing and self.reserved < self.trigger_depth),
+            update_ready=int(not clearing),
             trigger_valid=int(bool(self.queue)),
             trigger=self.queue[0] if self.queue else None,
-            status=dict(self.status),
+            status=dict(self.status, clearing=int(clearing)),
         )
+
+    def idle(self) -> bool:
+        """No armed entry, no completion in flight, no queued trigger."""
+        return not self.armed and self.in_flight is None and not self.queue
 
     def _flag(self, name: str, tile: int) -> None:
         if not self.status[name]:
@@ -79,7 +115,8 @@ class TrackerTableModel:
         Parameters
         ----------
         arm : (tile, threshold, dma_cmd) or None
-            The arm offered in this cycle (``arm.valid``), or None.
+            The arm offered in this cycle (``arm.valid``), or None. It is accepted only if
+            this cycle's ``arm_ready`` is high.
         update : (tile, source) or None
             The update offered in this cycle, or None. It is accepted only if this cycle's
             ``update_ready`` is high.
@@ -92,19 +129,22 @@ class TrackerTableModel:
         """
         out = self.outputs()
         st = self.status
+        if self.sweep_left:
+            self.sweep_left -= 1
         handed_out = None
         if out.trigger_valid and trigger_ready:
             handed_out = self.queue.popleft()
             st["triggers"] = (st["triggers"] + 1) & COUNTER_MASK
         if self.in_flight is not None:
-            # A completed entry leaves ``armed_entries`` when its trigger enters the queue.
+            # A completed entry leaves ``armed_entries`` when its trigger enters the queue,
+            # into the slot its arm reserved.
             self.queue.append(self.in_flight)
             self.in_flight = None
             st["armed_entries"] -= 1
         assert len(self.queue) <= self.trigger_depth, "model: trigger queue overflow"
 
         # An arm is ordered before an update of the same cycle.
-        if arm is not None:
+        if arm is not None and out.arm_ready:
             tile, threshold, dma_cmd = arm
             if threshold == 0:
                 self._flag("err_zero_threshold", tile)
@@ -126,4 +166,5 @@ class TrackerTableModel:
                 if entry[0] == entry[1]:
                     del self.armed[tile]
                     self.in_flight = (tile, entry[2])
+        assert self.reserved <= self.trigger_depth, "model: more reservations than queue slots"
         return handed_out

@@ -11,9 +11,10 @@ from itertools import product
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 
 PARAM_SETS = {
-    # The paper's table: 256 entries.
-    "default": {"entries": 256, "count_width": 16, "dma_cmd_width": 8, "trigger_depth": 4},
-    # Small corners: 4-bit counters hit their maximum threshold, a 2-deep trigger queue fills.
+    # The paper's table: 256 entries, the default trigger queue (as deep as the table).
+    "default": {"entries": 256, "count_width": 16, "dma_cmd_width": 8},
+    # Small corners: 4-bit counters hit their maximum threshold; a 2-deep trigger queue
+    # reserves a slot per armed tile, so arm is back-pressured most of the time.
     "small": {"entries": 16, "count_width": 4, "dma_cmd_width": 3, "trigger_depth": 2},
 }
 
@@ -21,11 +22,18 @@ PARAM_SETS = {
 #: to both ``arm`` and ``update``; the sink pattern to ``trigger``.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
 
+#: Random legal traffic with ``RESETS_PER_TEST`` mid-run resets (source x sink pattern):
+#: at full rate into a heavily back-pressured sink (queue full, arms held back at the
+#: reset) and with gaps into a randomly ready sink.
+RESET_TESTS = ["reset_mid_run__full__heavy", "reset_mid_run__gaps__random"]
+RESETS_PER_TEST = 3
+
 DIRECTED_TESTS = [
     "back_to_back_same_tile",
     "all_entries_in_flight",
     "rearm_right_after_trigger",
-    "trigger_stalled_until_queue_full",
+    "arm_backpressure_while_trigger_stalled",
+    "reset_clears_counts",
     "error_unarmed_update",
     "error_rearm",
     "error_zero_threshold",
@@ -33,6 +41,7 @@ DIRECTED_TESTS = [
 
 #: (parameter set, testcase) pairs that `make test` runs.
 CASES = (
-    [("default", t) for t in RANDOM_TESTS + DIRECTED_TESTS]
-    + [("small", t) for t in ["random__full__random", "random__gaps__heavy", *DIRECTED_TESTS]]
+    [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
+    + [("small", t) for t in ["random__full__random", "random__gaps__heavy", "reset_mid_run__full__heavy",
+                              *DIRECTED_TESTS]]
 )

@@ -6,6 +6,8 @@ Run through ``tb/tracker/test_tracker.py`` (pytest), never collected by pytest i
 
 from __future__ import annotations
 
+from collections import Counter
+
 import cocotb
 
 from rtl.tracker import TrackerTable
@@ -15,12 +17,20 @@ from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.tracker.model import LOCAL, REMOTE, TrackerTableModel
-from tb.tracker.scenarios import DIRECTED_TESTS, RANDOM_TESTS
+from tb.tracker.scenarios import DIRECTED_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST
 from tb.tracker.traffic import LegalTraffic
 
 
 class TB(LockstepTB):
-    """Tracker bench: arm and update sources, trigger sink, golden model, scoreboard."""
+    """Tracker bench: arm and update sources, trigger sink, golden model, scoreboard.
+
+    Reset: the model is in the first cycle after the edge that releases reset, and the
+    first checked cycle follows one idle edge (:meth:`LockstepTB.start` and
+    :meth:`LockstepTB.reset_dut`), so the bench steps the model over that edge. After a
+    mid-run reset the sources *drop* what they held (the tracker forgot every arm, so an
+    update offered before the reset would be an update of an unarmed tile) and the traffic
+    generator frees the tiles it had armed; the run then goes on with fresh arms.
+    """
 
     def __init__(self, dut, *, arm_p=1.0, update_p=1.0, trigger_p=1.0):
         super().__init__(dut)
@@ -34,11 +44,14 @@ class TB(LockstepTB):
                                        next_item=lambda: self.traffic and self.traffic.next_update())
         self.trigger_sink = StreamSink(dut, "trigger", self.spec.trigger_layout, self.rng, trigger_p)
         self.force_trigger_ready: int | None = None
-        self.arms_accepted: list[dict] = []
+        self.arms_accepted: list[dict] = []   # since the last reset
+        self.totals = {"arms": 0, "triggers": 0}  # of the epochs that a reset ended
         self.updates_accepted = 0
         self.update_accept_cycle: dict[int, int] = {}   # tile -> cycle of its latest update
         self.trigger_valid_rise: list[tuple[int, int]] = []  # (tile, cycle its trigger was first valid)
         self.update_ready_low_cycles = 0
+        self.arm_ready_low_cycles = 0
+        self.arm_stalled_cycles = 0   # arm offered while arm.ready is low
         self.max_armed_entries = 0
         self._prev_trigger_valid = 0
         self._popped_last_cycle = False
@@ -46,8 +59,57 @@ class TB(LockstepTB):
     def use_traffic(self, **kwargs) -> LegalTraffic:
         self.traffic = LegalTraffic(
             self.rng, max_threshold=2**self.spec.count_width - 1,
-            dma_cmd_limit=2**self.spec.dma_cmd_width, **kwargs)
+            dma_cmd_limit=2**self.spec.dma_cmd_width, arm_accepting=self._arm_accepting, **kwargs)
         return self.traffic
+
+    def _arm_accepting(self) -> int | None:
+        """The tile of the arm offered now if it is taken now (the model's arm.ready: the
+        scoreboard compares it with the DUT's in this very cycle, before any handshake)."""
+        arm = self.arm_src.current
+        if arm is None or not self.model.outputs().arm_ready:
+            return None
+        return arm["tile"]
+
+    # -- reset ------------------------------------------------------------------------------
+
+    def _idle_edge(self) -> None:
+        """Step the model over the idle edge between reset release and the first checked cycle."""
+        self.model.step(arm=None, update=None, trigger_ready=0)
+
+    async def start(self, *, reset_cycles: int = 2) -> None:
+        await super().start(reset_cycles=reset_cycles)
+        self._idle_edge()
+
+    async def sweep(self) -> None:
+        """Run (checked) through the rest of the reset sweep."""
+        await self.run(until=lambda: not self.model.sweep_left, timeout=self.spec.reset_cycles + 1)
+
+    def on_reset(self) -> None:
+        # The epoch that the reset ends: every trigger handed out came from one accepted arm.
+        armed = Counter((a["tile"], a["dma_cmd"]) for a in self.arms_accepted)
+        fired = Counter((t["tile"], t["dma_cmd"]) for t in self.trigger_sink.received)
+        assert not fired - armed, f"triggers without an arm before reset {self.resets}: {fired - armed}"
+        self.totals["arms"] += len(self.arms_accepted)
+        self.totals["triggers"] += len(self.trigger_sink.received)
+        self.arms_accepted = []
+        self.trigger_sink.received = []
+        # A real driver drops what it had offered: the tracker has forgotten every arm.
+        held_update = self.update_src.current
+        for src in (self.arm_src, self.update_src):
+            src.current = None
+            src.queue.clear()
+        if self.traffic is not None:
+            self.traffic.on_reset(held_update)
+        self._prev_trigger_valid = 0
+        self._popped_last_cycle = False
+        self.model.reset()
+        self._idle_edge()
+
+    async def reset_mid_run(self, *, cycles: int | None = None) -> None:
+        """Assert ``rst`` for 1..4 cycles (or ``cycles``) now, the model reset at the same edge."""
+        await self.reset_dut(cycles=cycles or self.rng.randint(1, 4))
+
+    # -- cycle loop -------------------------------------------------------------------------
 
     def reset_inputs(self) -> None:
         for name in ("arm__valid", "update__valid", "trigger__ready"):
@@ -61,7 +123,8 @@ class TB(LockstepTB):
     def check(self) -> None:
         dut, sb, cycle = self.dut, self.scoreboard, self.cycle
         expected = self.model.outputs()
-        sb.check(cycle, "arm.ready", int(dut.arm__ready.value), expected.arm_ready)
+        arm_ready = int(dut.arm__ready.value)
+        sb.check(cycle, "arm.ready", arm_ready, expected.arm_ready)
         update_ready = int(dut.update__ready.value)
         sb.check(cycle, "update.ready", update_ready, expected.update_ready)
         trigger_valid, trigger_raw = self.trigger_sink.sample()
@@ -80,6 +143,8 @@ class TB(LockstepTB):
             self.trigger_valid_rise.append((unpack(self.spec.trigger_layout, trigger_raw)["tile"], cycle))
         self._prev_trigger_valid = trigger_valid
         self.update_ready_low_cycles += not update_ready
+        self.arm_ready_low_cycles += not arm_ready
+        self.arm_stalled_cycles += self.arm_src.current is not None and not arm_ready
         self.max_armed_entries = max(self.max_armed_entries, unpack(layout, status)["armed_entries"])
 
         # Handshakes as the DUT saw them; the model uses the same offered items.
@@ -95,6 +160,8 @@ class TB(LockstepTB):
         )
         if arm_taken:
             self.arms_accepted.append(arm_taken)
+            if self.traffic is not None:
+                self.traffic.on_arm_accepted(arm_taken)
         if update_taken:
             self.updates_accepted += 1
             self.update_accept_cycle[update_taken["tile"]] = cycle
@@ -102,29 +169,29 @@ class TB(LockstepTB):
                 self.traffic.on_update_accepted(update_taken)
 
     def quiescent(self) -> bool:
-        m = self.model
         return (self.arm_src.idle() and self.update_src.idle()
-                and (self.traffic is None or self.traffic.done())
-                and not m.armed and m.in_flight is None and not m.queue)
+                and (self.traffic is None or self.traffic.done()) and self.model.idle()
+                and not self.model.sweep_left)
 
     def final_check(self, *, errors_expected: bool = False) -> None:
         status = unpack(self.spec.status_layout, int(self.dut.status.value))
-        self.log.info("cycles=%d updates=%d arms=%d triggers=%d checks=%d mismatches=%d",
-                      self.cycle, self.updates_accepted, len(self.arms_accepted),
-                      len(self.trigger_sink.received), self.scoreboard.checks, self.scoreboard.mismatches)
+        arms = self.totals["arms"] + len(self.arms_accepted)
+        triggers = self.totals["triggers"] + len(self.trigger_sink.received)
+        self.log.info("cycles=%d updates=%d arms=%d triggers=%d resets=%d checks=%d mismatches=%d",
+                      self.cycle, self.updates_accepted, arms, triggers, self.resets,
+                      self.scoreboard.checks, self.scoreboard.mismatches)
+        assert status["clearing"] == 0, "the reset sweep never ended"
         assert status["armed_entries"] == 0, f"{status['armed_entries']} entries left armed"
         assert status["triggers"] == len(self.trigger_sink.received)
         if not errors_expected:
             for flag in ("err_unarmed_update", "err_rearm", "err_zero_threshold"):
                 assert status[flag] == 0, f"unexpected {flag} (tile {status[flag + '_tile']})"
-            # Every arm produced exactly one trigger, with the programmed command.
+            # Every arm since the last reset produced exactly one trigger, with its command.
             armed = sorted((a["tile"], a["dma_cmd"]) for a in self.arms_accepted)
             fired = sorted((t["tile"], t["dma_cmd"]) for t in self.trigger_sink.received)
             assert fired == armed, "triggers differ from arms"
-        self.write_stats(updates=self.updates_accepted, arms=len(self.arms_accepted),
-                         triggers=len(self.trigger_sink.received))
+        self.write_stats(updates=self.updates_accepted, arms=arms, triggers=triggers, resets=self.resets)
         self.scoreboard.assert_clean()
-
 
 
 # -- random traffic crossed with the idle/back-pressure matrix ------------------------------
@@ -134,7 +201,7 @@ async def random_test(dut, source, sink):
             trigger_p=SINK_PATTERNS[sink])
     entries = tb.spec.entries
     # Fewer arms when the sources idle, so that each test simulates a similar time.
-    arms = {"full": 700, "gaps": 450, "idle": 90}[source]
+    arms = {"full": 640, "gaps": 410, "idle": 82}[source]
     tb.use_traffic(tiles=range(entries), arms=arms, max_in_flight=tb.rng.choice([4, entries // 2, entries]))
     await tb.start()
     await tb.drain()
@@ -142,6 +209,31 @@ async def random_test(dut, source, sink):
 
 
 register_tests(globals(), RANDOM_TESTS, random_test)
+
+
+async def reset_test(dut, source, sink):
+    """Random traffic with ``rst`` asserted for 1..4 cycles at three random points, each while
+    tiles are armed, completing or queued; the model is reset at the same edge and the run
+    goes on, checked every cycle, to the empty-table and exact-conservation checks."""
+    tb = TB(dut, arm_p=SOURCE_PATTERNS[source], update_p=SOURCE_PATTERNS[source],
+            trigger_p=SINK_PATTERNS[sink])
+    entries = tb.spec.entries
+    tb.use_traffic(tiles=range(entries), arms={"full": 260, "gaps": 200, "idle": 40}[source],
+                   max_in_flight=tb.rng.choice([4, entries]))
+    await tb.start()
+    busy_resets = 0
+    for _ in range(RESETS_PER_TEST):
+        await tb.run(cycles=tb.spec.reset_cycles + tb.rng.randint(10, 400))
+        await tb.run(until=lambda: not tb.model.idle() or tb.traffic.done(), timeout=10_000)
+        busy_resets += not tb.model.idle()
+        await tb.reset_mid_run()
+    assert busy_resets > 0, "no reset hit the tracker with work in flight"
+    tb.log.info("%d resets, %d with work in flight, %d arms lost", tb.resets, busy_resets, tb.traffic.arms_lost)
+    await tb.drain()
+    tb.final_check()
+
+
+register_tests(globals(), RESET_TESTS, reset_test)
 
 
 # -- directed tests -------------------------------------------------------------------------
@@ -153,6 +245,7 @@ async def back_to_back_same_tile(dut):
     top = min(200, 2**tb.spec.count_width - 1)
     tb.arm_src.queue.append({"tile": 1, "threshold": top, "dma_cmd": 1})
     await tb.start()
+    await tb.sweep()
     await tb.run(cycles=1)
     tb.update_src.queue.extend({"tile": 1, "source": LOCAL} for _ in range(top))
     await tb.drain()
@@ -175,16 +268,20 @@ async def back_to_back_same_tile(dut):
 
 @cocotb.test()
 async def all_entries_in_flight(dut):
-    """Arm every entry, then update them round robin so that all are armed at once."""
+    """Arm as many entries as the trigger queue reserves (all of them by default), then update
+    them round robin so that all are armed at once."""
     tb = TB(dut)
-    entries = tb.spec.entries
+    tiles = min(tb.spec.entries, tb.spec.trigger_depth)
     rounds = min(3, 2**tb.spec.count_width - 1)
-    tb.arm_src.queue.extend({"tile": t, "threshold": rounds, "dma_cmd": t % 2**tb.spec.dma_cmd_width}
-                            for t in range(entries))
-    tb.update_src.queue.extend({"tile": t, "source": (t + r) % 2} for r in range(rounds) for t in range(entries))
     await tb.start()
+    await tb.sweep()
+    tb.arm_src.queue.extend({"tile": t, "threshold": rounds, "dma_cmd": t % 2**tb.spec.dma_cmd_width}
+                            for t in range(tiles))
+    # Update t of round 0 is offered in the cycle of arm t, which is ordered first.
+    tb.update_src.queue.extend({"tile": t, "source": (t + r) % 2} for r in range(rounds) for t in range(tiles))
     await tb.drain()
-    assert tb.max_armed_entries == entries, f"peak armed entries {tb.max_armed_entries} != {entries}"
+    assert tb.max_armed_entries == tiles, f"peak armed entries {tb.max_armed_entries} != {tiles}"
+    assert tb.arm_stalled_cycles == 0
     tb.final_check()
 
 
@@ -200,26 +297,82 @@ async def rearm_right_after_trigger(dut):
 
 
 @cocotb.test()
-async def trigger_stalled_until_queue_full(dut):
-    """A stalled trigger sink fills the queue; update.ready falls and nothing is lost."""
+async def arm_backpressure_while_trigger_stalled(dut):
+    """Arms reserve trigger-queue slots: with the trigger sink stalled, arm.ready falls once
+    ``trigger_depth`` tiles are armed or queued, update.ready never falls, nothing is lost."""
     tb = TB(dut)
-    tiles = min(40, tb.spec.entries)
-    tb.arm_src.queue.extend({"tile": t, "threshold": 1, "dma_cmd": 0} for t in range(tiles))
-    tb.update_src.queue.extend({"tile": t, "source": LOCAL} for t in range(tiles))
-    tb.force_trigger_ready = 0
+    depth, entries = tb.spec.trigger_depth, tb.spec.entries
     await tb.start()
-    await tb.run(cycles=100)
-    assert tb.updates_accepted == tb.spec.trigger_depth, (
-        f"accepted {tb.updates_accepted} updates into a {tb.spec.trigger_depth}-deep stalled queue")
-    assert tb.update_ready_low_cycles > 0
+    await tb.sweep()
+    tb.force_trigger_ready = 0
+    # Phase 1: `depth` tiles armed (threshold 2), one update each: every slot is reserved by
+    # an armed entry while the trigger queue is still empty.
+    tb.arm_src.queue.extend({"tile": t % entries, "threshold": 2, "dma_cmd": 1} for t in range(depth))
+    tb.update_src.queue.extend({"tile": t % entries, "source": LOCAL} for t in range(depth))
+    await tb.run(until=lambda: tb.arm_src.idle() and tb.update_src.idle(), timeout=depth + 10)
+    assert len(tb.arms_accepted) == depth and tb.arm_stalled_cycles == 0
+    extra = [{"tile": (depth + t) % entries, "threshold": 1, "dma_cmd": 2} for t in range(3)]
+    tb.arm_src.queue.extend(extra)
+    await tb.run(cycles=20)
+    assert len(tb.arms_accepted) == depth and tb.arm_stalled_cycles == 20, "an arm beyond the reservations was taken"
+    # Phase 2: the second updates complete every tile; the stalled queue fills up.
+    tb.update_src.queue.extend({"tile": t % entries, "source": REMOTE} for t in range(depth))
+    await tb.run(cycles=depth + 20)
+    assert tb.model.status["armed_entries"] == 0 and len(tb.model.queue) == depth
+    assert len(tb.arms_accepted) == depth, "an arm beyond the queue's free slots was taken"
+    assert tb.update_ready_low_cycles == tb.spec.reset_cycles - 1, "update.ready fell after the sweep"
+    # Phase 3: the sink drains the queue; the held arms go in as slots free up.
+    # Each extra tile gets its update once its arm is in (it then holds a slot itself).
     tb.force_trigger_ready = None
+    for n, arm in enumerate(extra):
+        await tb.run(until=lambda n=n: len(tb.arms_accepted) > depth + n, timeout=depth + 50)
+        tb.update_src.queue.append({"tile": arm["tile"], "source": LOCAL})
     await tb.drain()
+    assert len(tb.trigger_sink.received) == depth + len(extra)
     tb.final_check()
+
+
+@cocotb.test()
+async def reset_clears_counts(dut):
+    """Issue 11's reproduction: arm tile 1 with threshold 3, one update, reset, re-arm with
+    threshold 3: the trigger fires after exactly 3 updates (it fired after 2 when the
+    counters survived the reset). Once with the reset a few cycles after the update, once
+    with the update still in the pipeline; the sweep lasts ``reset_cycles``."""
+    tb = TB(dut)
+    latency = tb.spec.trigger_latency
+    await tb.start()
+    await tb.sweep()
+    for gap, rst_cycles in ((5, 2), (0, 1)):
+        tb.arm_src.queue.append({"tile": 1, "threshold": 3, "dma_cmd": 1})
+        tb.update_src.queue.append({"tile": 1, "source": LOCAL})
+        arms = len(tb.arms_accepted)
+        await tb.run(cycles=1)   # arm and first update in the same cycle
+        assert len(tb.arms_accepted) == arms + 1 and tb.update_src.idle()
+        await tb.run(cycles=gap)
+        await tb.reset_mid_run(cycles=rst_cycles)
+        low = tb.arm_ready_low_cycles
+        await tb.sweep()
+        # The sweep's first cycle is the idle one before the first checked cycle.
+        assert tb.arm_ready_low_cycles - low == tb.spec.reset_cycles - 1, (
+            f"arm.ready low for {tb.arm_ready_low_cycles - low + 1} cycles after reset, "
+            f"reset_cycles {tb.spec.reset_cycles}")
+        tb.arm_src.queue.append({"tile": 1, "threshold": 3, "dma_cmd": 2})
+        await tb.run(cycles=1)
+        for n in range(1, 4):
+            tb.update_src.queue.append({"tile": 1, "source": REMOTE})
+            await tb.run(cycles=1)
+            await tb.run(cycles=latency + 3)
+            fired = [t["dma_cmd"] for t in tb.trigger_sink.received]
+            assert fired == ([2] if n == 3 else []), f"after {n} updates since reset, triggers {fired}"
+        rise = [c for tile, c in tb.trigger_valid_rise if tile == 1]
+        assert rise[-1] == tb.update_accept_cycle[1] + latency
+        tb.final_check()
 
 
 async def _error_prologue(tb: TB, arms, updates):
     tb.arm_src.queue.extend(arms)
     await tb.start()
+    await tb.sweep()
     await tb.run(cycles=len(arms))
     tb.update_src.queue.extend(updates)
     await tb.drain()
@@ -269,4 +422,4 @@ async def error_zero_threshold(dut):
     tb.final_check(errors_expected=True)
 
 
-assert set(RANDOM_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"
+assert set(RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"

