@@ -31,8 +31,9 @@ class NearMemoryReducer(wiring.Component):
     by lane (IEEE-754, round to nearest even, see :class:`~rtl.fp_add.FpAdder`) and writes
     the sum back. Requests take effect in order, as if one at a time.
 
-    The bank makes no promise about its contents after power-up or reset, as DRAM makes
-    none: whoever accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's
+    The bank makes no promise about its contents after power-up, as DRAM makes none, and a
+    reset leaves its words alone except those of requests accepted in the last
+    :attr:`write_latency` cycles, whose write-back may or may not happen. Whoever accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's
     driver zeroes the output buffer before the GEMM, as any accumulate-into-buffer scheme
     does). For simulation, ``power_up_seed`` fills the bank with pseudo-random words, so
     that a protocol that forgets to initialise fails its bench instead of passing on the

@@ -38,7 +38,7 @@ class TrackAndTrigger(wiring.Component):
         As for :class:`~rtl.dma_path.DmaPath`.
     """
 
-    def __init__(self, *, entries: int = 256, count_width: int = 16, trigger_depth: int = 4,
+    def __init__(self, *, entries: int = 256, count_width: int = 16, trigger_depth: int | None = None,
                  commands: int = 256, addr_width: int = 32, data_width: int = 256,
                  max_beats: int = 256, port_width: int = 3, queue_depth: int = 4,
                  read_latency: int = 1):
