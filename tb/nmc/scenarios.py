@@ -16,7 +16,7 @@ PARAM_SETS = {
 }
 
 #: Requests per random test, by source pattern (the idle ones would otherwise be slow).
-REQUESTS = {"full": 28_000, "gaps": 14_000, "idle": 2_800}
+REQUESTS = {"full": 14_000, "gaps": 7_000, "idle": 1_400}
 
 #: Address set (hot: 4 addresses, so read-after-write hazards at distance 1 and 2 are
 #: frequent; wide: the whole bank) x request source pattern. The reducer never

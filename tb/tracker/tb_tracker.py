@@ -201,7 +201,7 @@ async def random_test(dut, source, sink):
             trigger_p=SINK_PATTERNS[sink])
     entries = tb.spec.entries
     # Fewer arms when the sources idle, so that each test simulates a similar time.
-    arms = {"full": 640, "gaps": 410, "idle": 82}[source]
+    arms = {"full": 400, "gaps": 260, "idle": 52}[source]
     tb.use_traffic(tiles=range(entries), arms=arms, max_in_flight=tb.rng.choice([4, entries // 2, entries]))
     await tb.start()
     await tb.drain()
