@@ -33,10 +33,11 @@ class NearMemoryReducer(wiring.Component):
 
     The bank makes no promise about its contents after power-up, as DRAM makes none, and a
     reset leaves its words alone except those of requests accepted in the last
-    :attr:`write_latency` cycles, whose write-back may or may not happen. Whoever accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's
-    driver zeroes the output buffer before the GEMM, as any accumulate-into-buffer scheme
-    does). For simulation, ``power_up_seed`` fills the bank with pseudo-random words, so
-    that a protocol that forgets to initialise fails its bench instead of passing on the
+    :attr:`write_latency` cycles, whose write-back may or may not happen. Whoever
+    accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's driver zeroes
+    the output buffer before the GEMM, as any accumulate-into-buffer scheme does). For
+    simulation, ``power_up_seed`` fills the bank with pseudo-random words, so that a
+    protocol that forgets to initialise fails its bench instead of passing on the
     simulator's zeros.
 
     Pipeline: the bank is read in the request's cycle; one cycle later the operand is taken
