@@ -70,6 +70,7 @@ class T3Slice(wiring.Component):
         arm → trigger queue → command table → engine → DMA read, egress
         egress → link → next GPU's ingress
         (GEMM writes of a tile → that tile's arm: the driver's order)
+        (arm → slots held by armed tiles → their writes: the driver's order)
 
     It has no cycle, so every request is served while the sinks (``egress``' link, the next
     GPU) are fair:
@@ -93,13 +94,21 @@ class T3Slice(wiring.Component):
     * Across the ring, a slice's egress waits only on the next slice's ingress, which waits
       only on that slice's arbiter: the ring adds no cycle either.
 
-    ``tests/test_liveness.py`` checks this exhaustively on small rings, and shows that the
-    first version's coupling deadlocks.
+    The two edges in parentheses belong to the driver, and so does keeping them acyclic: a
+    tile's writes (local, and the previous GPU's updates) may start only once it is armed,
+    and an arm waits for a trigger slot, which only the completion of an armed tile frees.
+    A driver that arms tiles ahead of writes it holds back (T3's arms every tile before
+    the stage traffic starts) must arm no more than ``trigger_depth`` of them
+    (``tb/ring/protocol.py`` refuses a plan that would).
+
+    ``tests/test_liveness.py`` model-checks the slice's side for every legal environment on
+    a small slice (bounded depth), and shows that the first version's coupling deadlocks.
 
     Parameters
     ----------
     format, beat_width, depth, power_up_seed
-        The bank (:class:`~rtl.nmc.NearMemoryReducer`).
+        The bank (:class:`~rtl.nmc.NearMemoryReducer`); ``power_up_seed + 1`` also fills the
+        tracker's counters at power-up.
     entries, count_width, trigger_depth
         The tracker (``trigger_depth`` ``None``: ``entries``).
     commands, max_beats, port_width, queue_depth
@@ -122,6 +131,7 @@ class T3Slice(wiring.Component):
         self._tile_beats_log2 = check_int("tile_beats_log2", tile_beats_log2, 0, 12)
         check_power_of_two("commands", commands, 2, 1024)
         self.tracker = TrackerTable(entries=entries, count_width=count_width,
+                                    power_up_seed=None if power_up_seed is None else power_up_seed + 1,
                                     dma_cmd_width=(commands - 1).bit_length(), trigger_depth=trigger_depth)
         self.table = DmaCommandTable(commands=commands, tile_width=self.tracker.tile_width, addr_width=addr_width,
                                      max_beats=max_beats, port_width=port_width, queue_depth=queue_depth)

@@ -9,6 +9,8 @@ tracker emits a trigger naming the pre-programmed DMA command that forwards the 
 
 from __future__ import annotations
 
+import random
+
 from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -91,6 +93,9 @@ class TrackerTable(wiring.Component):
         ``2**count_width - 1``.
     dma_cmd_width : int
         Bits of the DMA command index, 1..16.
+    power_up_seed : int or None
+        Simulation only: seed of the pseudo-random counts the counter memory holds at
+        power-up, so that a bench shows the reset sweep clearing them (``None``: zeros).
     trigger_depth : int or None
         Entries of the trigger queue, 1..4096; also the most tiles armed or awaiting their
         trigger's hand-out at once. By default ``entries``: every entry can be armed while
@@ -109,7 +114,7 @@ class TrackerTable(wiring.Component):
     """
 
     def __init__(self, *, entries: int = 256, count_width: int = 16, dma_cmd_width: int = 8,
-                 trigger_depth: int | None = None):
+                 trigger_depth: int | None = None, power_up_seed: int | None = None):
         self._entries = check_power_of_two("entries", entries, 2, 4096)
         self._count_width = check_int("count_width", count_width, 1, 32)
         self._dma_cmd_width = check_int("dma_cmd_width", dma_cmd_width, 1, 16)
@@ -117,6 +122,9 @@ class TrackerTable(wiring.Component):
                                         1, 4096)
         tile_width = (entries - 1).bit_length()
         self._tile_width = tile_width
+        if power_up_seed is not None:
+            check_int("power_up_seed", power_up_seed, 0, 2**32 - 1)
+        self._power_up_seed = power_up_seed
 
         self.arm_layout = data.StructLayout({
             "tile": unsigned(tile_width),
@@ -208,8 +216,13 @@ class TrackerTable(wiring.Component):
         # Counts are zero for every unarmed entry: the reset sweep writes zeros and a
         # completing update writes zero back. Arming therefore never writes the counter
         # memory, which keeps it at one write port (shared by the sweep and the write-back).
+        if self._power_up_seed is None:
+            power_up = []
+        else:   # simulation: SRAM holds arbitrary counts at power-up; the sweep must clear them
+            words = random.Random(self._power_up_seed)
+            power_up = [words.getrandbits(self._count_width) for _ in range(entries)]
         m.submodules.count_mem = count_mem = Memory(
-            shape=unsigned(self._count_width), depth=entries, init=[])
+            shape=unsigned(self._count_width), depth=entries, init=power_up)
         count_wr = count_mem.write_port()
         # Transparent to the write-back: an update entering while the previous update of
         # the same tile writes back reads the new count, so back-to-back updates need no

@@ -2,10 +2,11 @@
 """Formal proof of the memory arbiter's properties with yosys ``sat -tempinduct``.
 
 The RTL carries its own assertions (one grant per cycle, only from a requesting class,
-requests unaltered, and in MCA mode a starving communication request is the one offered).
-They are proven for any ``grant.ready`` behaviour. A second harness assumes a bank that
-never back-pressures (``grant.ready`` high) and proves the state invariant
-``comm_wait <= starvation_limit`` in MCA mode. Both assume that mode and limit stay
+requests unaltered). The harness counts the communication request's wait itself, from
+the ports, and proves that ``status.comm_wait`` equals it; both are proven for any
+``grant.ready`` behaviour. A second harness assumes a bank that never back-pressures
+(``grant.ready`` high) and proves that this independently counted wait never exceeds
+``starvation_limit`` in MCA mode. Both assume that mode and limit stay
 constant (they are configuration) and prove every assertion for all reachable states by
 induction. A deliberately false property shows that the set-up can fail.
 """
@@ -37,8 +38,16 @@ class Harness(Elaboratable):
         m.d.sync += [started.eq(1), limit.eq(arb.starvation_limit), mode.eq(arb.mode)]
         with m.If(started):
             m.d.comb += [Assume(arb.starvation_limit == limit), Assume(arb.mode == mode)]
-        wait = arb.status.comm_wait
-        m.d.comb += Assert(started | (wait == 0), "reset state")
+        # The wait as the docstring specifies it, counted here independently of the RTL's
+        # counter: every cycle the communication request is valid and not granted, back to 0
+        # at its grant, saturating at the counter's width.
+        wait = Signal.like(arb.status.comm_wait)
+        with m.If(arb.comm.ready):
+            m.d.sync += wait.eq(0)
+        with m.Elif(arb.comm.valid & (wait != (1 << len(wait)) - 1)):
+            m.d.sync += wait.eq(wait + 1)
+        m.d.comb += [Assert(started | (wait == 0), "reset state"),
+                     Assert(arb.status.comm_wait == wait, "status.comm_wait counts the specified wait")]
         if not self.bank_always_ready:
             return m
         m.d.comb += Assume(arb.grant.ready)

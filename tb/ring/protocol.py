@@ -121,9 +121,17 @@ def _beats(rows: np.ndarray) -> list[int]:
 
 
 def plan_reduce_scatter(rng: np.random.Generator, *, gpus: int, tiles: int, beats: int, lanes: int, fmt: str,
-                        notify_cmd: int, entries: int, depth: int) -> RingPlan:
+                        notify_cmd: int, entries: int, depth: int, trigger_depth: int | None = None) -> RingPlan:
     """Random partial outputs for every GPU, the per-GPU programming and write streams, the
-    expected value of every word at every step, and the expected reduce-scatter result."""
+    expected value of every word at every step, and the expected reduce-scatter result.
+
+    This driver arms every tile of a GPU before the barrier that starts the stage traffic,
+    so that no remote update can reach a tile its receiver has not armed yet. Each armed
+    tile holds one of the tracker's ``trigger_depth`` slots until it completes, and it
+    completes only after the barrier: the ``(gpus - 1) * tiles`` arms must therefore fit
+    the slots at once (``trigger_depth``, by default ``entries``), or the arms wait for
+    slots that only the stage traffic behind them frees: a deadlock of the driver, which
+    is refused here."""
     ftype, utype = NUMPY_TYPES[fmt]
     chunk_beats = tiles * beats
     if gpus * tiles > entries:
@@ -131,6 +139,10 @@ def plan_reduce_scatter(rng: np.random.Generator, *, gpus: int, tiles: int, beat
                          f"tracker's entries ({entries})")
     if gpus * chunk_beats > depth:
         raise ValueError(f"gpus * tiles * beats ({gpus * chunk_beats}) must be at most the bank depth ({depth})")
+    slots = entries if trigger_depth is None else trigger_depth
+    if (gpus - 1) * tiles > slots:
+        raise ValueError(f"this driver arms (gpus - 1) * tiles ({(gpus - 1) * tiles}) tiles before the barrier: "
+                         f"trigger_depth must be at least that, not {slots}")
     if 2 * beats > 255:
         raise ValueError("threshold 2 * beats must fit the tracker's count")
     pool = notify_cmd  # descriptor indices 0 .. notify_cmd - 1

@@ -304,7 +304,8 @@ class RingTB(LockstepTB):
         n, s = self.n, self.s
         plan = self.plan = plan_reduce_scatter(self.np_rng, gpus=n, tiles=self.sc.tiles, beats=self.beats,
                                                lanes=s.nmc.lanes, fmt=self.fmt, notify_cmd=s.notify_cmd,
-                                               entries=s.tracker.entries, depth=s.nmc.depth)
+                                               entries=s.tracker.entries, depth=s.nmc.depth,
+                                               trigger_depth=s.tracker.trigger_depth)
         self.sb = RingScoreboard(plan, self.timing, check=self.scoreboard.check, fail=self.fail,
                                  on_dma_start=self._on_dma_start)
         self.writing = False

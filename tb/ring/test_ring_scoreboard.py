@@ -309,3 +309,13 @@ def test_fastpack_matches_common_packing():
             assert pack(RawLayout(flat.width), flat.raw(fields)) == word
     with pytest.raises(ValueError, match="must fit"):
         FlatLayout(s.packet_layout).pack({"dst_addr": 1 << 20})
+
+
+def test_plan_refuses_more_arms_than_trigger_slots():
+    """Arming every tile before the barrier needs a trigger slot per armed tile (a ring with
+    trigger_depth 4 and 12 tiles per chunk deadlocks on its arms)."""
+    with pytest.raises(ValueError, match=r"trigger_depth must be at least that, not 35$"):
+        plan_reduce_scatter(np.random.default_rng(3), gpus=4, tiles=12, beats=4, lanes=4, fmt="binary16",
+                            notify_cmd=63, entries=64, depth=256, trigger_depth=35)
+    plan_reduce_scatter(np.random.default_rng(3), gpus=4, tiles=12, beats=4, lanes=4, fmt="binary16",
+                        notify_cmd=63, entries=64, depth=256, trigger_depth=36)

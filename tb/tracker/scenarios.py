@@ -12,10 +12,11 @@ from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 
 PARAM_SETS = {
     # The paper's table: 256 entries, the default trigger queue (as deep as the table).
-    "default": {"entries": 256, "count_width": 16, "dma_cmd_width": 8},
+    # Both power up with pseudo-random counters, which only the reset sweep clears.
+    "default": {"entries": 256, "count_width": 16, "dma_cmd_width": 8, "power_up_seed": 1},
     # Small corners: 4-bit counters hit their maximum threshold; a 2-deep trigger queue
     # reserves a slot per armed tile, so arm is back-pressured most of the time.
-    "small": {"entries": 16, "count_width": 4, "dma_cmd_width": 3, "trigger_depth": 2},
+    "small": {"entries": 16, "count_width": 4, "dma_cmd_width": 3, "trigger_depth": 2, "power_up_seed": 2},
 }
 
 #: Random legal traffic crossed with the idle/back-pressure matrix: the input pattern applies
