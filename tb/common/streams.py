@@ -46,7 +46,9 @@ class StreamSource:
 
     Items come from :attr:`queue` first, then from ``next_item()`` if given (reactive
     stimulus). In a cycle where it holds no item, the source takes a new one with
-    probability ``p_valid``; once offered, an item stays until accepted.
+    probability ``p_valid``; once offered, an item stays until accepted. An item is packed
+    once, when first offered, with :attr:`packer` (``pack`` of the layout unless a bench
+    sets a faster one); :attr:`ready_seen` is the ``ready`` sampled by the last handshake.
     """
 
     def __init__(self, dut, name: str, layout: data.StructLayout, rng: random.Random,
@@ -64,6 +66,9 @@ class StreamSource:
         self.sent = 0
         self._driven_valid = None
         self._driven_payload = None
+        self.packer: Callable[[dict], int] = lambda item: pack(self.layout, item)
+        self._word_of: tuple[dict, int] | None = None   # (the item offered, its word)
+        self.ready_seen = 0
         self.checker = _checker(name)
         _join(self)
 
@@ -103,14 +108,16 @@ class StreamSource:
             self.valid.value = valid
             self._driven_valid = valid
         if valid:
-            word = pack(self.layout, self.current)
+            if self._word_of is None or self._word_of[0] is not self.current:
+                self._word_of = (self.current, self.packer(self.current))
+            word = self._word_of[1]
             if word != self._driven_payload:
                 self.payload.value = word
                 self._driven_payload = word
 
     def handshake(self) -> tuple[dict | None, dict | None]:
         """Sample ``ready``; return ``(offered, accepted)`` items of this cycle."""
-        ready = self._check()
+        ready = self.ready_seen = self._check()
         offered = self.current
         if offered is None:
             return None, None

@@ -85,43 +85,12 @@ class Packer:
 
 
 class Source(StreamSource):
-    """A :class:`~tb.common.streams.StreamSource` that packs each item once, when it is
-    first offered (the base class packs it again in every cycle it waits)."""
+    """A :class:`~tb.common.streams.StreamSource` packing with a compiled :class:`Packer`."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.packer = Packer(self.layout)
-        self._word_of: tuple[dict, int] | None = None   # (the item, its word)
 
-    def drive(self) -> None:
-        if self.current is None and self.rng.random() < self.p_valid:
-            if self.queue:
-                self.current = self.queue.popleft()
-            elif self.next_item is not None:
-                self.current = self.next_item()
-        valid = int(self.current is not None)
-        if valid != self._driven_valid:
-            self.valid.value = valid
-            self._driven_valid = valid
-        if valid:
-            if self._word_of is None or self._word_of[0] is not self.current:
-                self._word_of = (self.current, self.packer(self.current))
-            word = self._word_of[1]
-            if word != self._driven_payload:
-                self.payload.value = word
-                self._driven_payload = word
-
-    def handshake(self) -> tuple[dict | None, dict | None]:
-        """As the base class's, and keeps the ``ready`` it sampled (:attr:`ready_seen`)."""
-        ready = self.ready_seen = self._check()
-        offered = self.current
-        if offered is None:
-            return None, None
-        if ready:
-            self.current = None
-            self.sent += 1
-            return offered, offered
-        return offered, None
 
 #: Arbiter settings the random runs step through: (mode, threshold, starvation_limit).
 ARBITER_CONFIGS = [(MCA, 4, 8), (ROUND_ROBIN, 0, 0), (MCA, 0, 2), (MCA, 31, 40), (MCA, 2, 0), (ROUND_ROBIN, 8, 3)]
