@@ -1,4 +1,4 @@
-"""Command line: ``python -m system_model [report|sweep] ...``.
+"""Command line: ``python -m system_model [report|sweep|sensitivity] ...``.
 
 Errors in options or configuration print one line and exit with status 2.
 """
@@ -41,9 +41,37 @@ def _csv_list(kind):
     return parse
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _step(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"step must be between 0 and 1 (exclusive), not {text}")
+    return value
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"jobs must be at least 1, not {value}")
+    return value
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="t3-paper", choices=list(PRESETS),
                    help="hardware preset (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    p.add_argument("--rtl-timing", type=Path, default=None,
+                   help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
+                        "if present, else the rtl/ components' properties)")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    _add_config(p)
     p.add_argument("--models", type=_csv_list(str), default=None,
                    help=f"comma-separated models (default: all of {', '.join(MODELS)})")
     p.add_argument("--tp", type=_csv_list(int), default=None,
@@ -51,10 +79,6 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         + ", ".join(f"{m} {'/'.join(map(str, t))}" for m, t in PAPER_TP.items()) + ")")
     p.add_argument("--phase", choices=[*PHASES, "all"], default="all",
                    help="training (OP, FC-2, FC-1, IP), prefill (OP, FC-2) or all (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
-    p.add_argument("--rtl-timing", type=Path, default=None,
-                   help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
-                        "if present, else the rtl/ components' properties)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,7 +96,24 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=[500, 1000, 2000, 4000],
                        help="HBM bandwidths (GB/s) (default: 500,1000,2000,4000)")
     sweep.set_defaults(tp=None)
+    sensitivity = sub.add_parser(
+        "sensitivity", help="move every calibrated value down and up by a step, re-run the headline points and "
+                            "report how the T3-MCA headline figures move; write sensitivity_<preset>.md/.json")
+    _add_config(sensitivity)
+    sensitivity.add_argument("--step", type=_step, default=0.25,
+                             help="fraction each calibrated value is moved down and up by, between 0 and 1 "
+                                  "(default: %(default)s)")
+    sensitivity.add_argument("--jobs", type=_jobs, default=1,
+                             help="worker processes that run the variants (default: %(default)s)")
     return parser
+
+
+def _rtl_timing(path: Path | None) -> Path | None:
+    """An ``--rtl-timing`` given explicitly must exist (only the default falls back to the
+    components' properties)."""
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"--rtl-timing: no such file: {path}")
+    return path
 
 
 def _points(args):
@@ -81,13 +122,26 @@ def _points(args):
 
 
 def _report(args) -> int:
-    cfg = build_config(args.preset, rtl_timing=args.rtl_timing)
+    cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
     results = run_study(cfg, _points(args))
     summaries = {n: s for n in [*HEADLINE_SETS, "all"] if (s := summarise(results, n))}
     print(f"preset {cfg.system.name}: {cfg.system.source}")
     print(f"block timing: {cfg.block.source}")
     print(format_table(results, summaries))
     for path in write_outputs(results, cfg, args.out, plots=not args.no_plots):
+        print(f"wrote {path}")
+    return 0
+
+
+def _sensitivity(args) -> int:
+    from .sensitivity import format_sensitivity, run_sensitivity, write_sensitivity
+
+    cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
+    result = run_sensitivity(cfg, step=args.step, jobs=args.jobs)
+    print(f"preset {cfg.system.name}: {cfg.system.source}")
+    print(f"block timing: {cfg.block.source}")
+    print(format_sensitivity(result))
+    for path in write_sensitivity(result, args.out):
         print(f"wrote {path}")
     return 0
 
@@ -117,7 +171,7 @@ def _sweep(args) -> int:
         writer.writerow(["link_bw_GBps", "hbm_GBps", "model", "tp", "phase", "sublayer",
                          *[f"speedup_{s}" for s in SCHEMES[1:]], "dram_cut_t3_mca"])
         for link, hbm in grid:
-            cfg = build_config(args.preset, rtl_timing=args.rtl_timing, link_bw_GBps=link, hbm_GBps=hbm)
+            cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing), link_bw_GBps=link, hbm_GBps=hbm)
             for r in run_study(cfg, points, timeline=False):
                 p = r.point
                 writer.writerow([link, hbm, p.model, p.tp, p.phase, p.sublayer,
@@ -139,13 +193,16 @@ def _divides(p) -> bool:
     return True
 
 
+_COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("report", "sweep", "-h", "--help"):
+    if not argv or argv[0] not in (*_COMMANDS, "-h", "--help"):
         argv = ["report", *argv]
     try:
         args = _parser().parse_args(argv)
-        return _sweep(args) if args.command == "sweep" else _report(args)
+        return _COMMANDS[args.command](args)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     except (ValueError, TypeError, FileNotFoundError, KeyError) as error:

@@ -1,92 +1,287 @@
-"""PNG plots of the study (matplotlib, headless)."""
+"""PNG plots of the study (matplotlib, headless).
+
+* :func:`plot_speedups`: the paper's results figure, a panel per model and TP (sublayers on
+  the x axis, a bar per scheme, prefill hatched) and a panel of the sets' geomeans.
+* :func:`plot_traffic`: DRAM bytes per scheme, stacked by component (GEMM reads/writes, RS
+  reads/writes, AG), per sublayer in the same panels, and the headline set's summary.
+* :func:`plot_timeline`: T3 against T3-MCA on one FC sublayer: the DRAM queue occupancy and
+  each stream's bandwidth over time, from the schemes' ``trace``; a Gantt chart of the
+  schemes' timelines where the model records no trace.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display on CI machines
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
+from .report import TRAFFIC_LABELS, select, short, traffic_breakdown, traffic_components, traffic_summary  # noqa: E402
 from .schemes import SCHEMES  # noqa: E402
-from .study import PointResult  # noqa: E402
+from .study import HEADLINE_SETS, PointResult, summarise  # noqa: E402
 
 __all__ = ["plot_speedups", "plot_traffic", "plot_timeline"]
 
 COLOURS = {"sequential": "#888888", "ideal_overlap": "#2ca02c", "ideal_rs_nmc": "#98df8a", "t3": "#1f77b4",
            "t3_mca": "#d62728", "cu_sharing": "#ff7f0e"}
-TRAFFIC = ["gemm_reads", "gemm_writes", "rs_reads", "rs_writes", "ag_reads", "ag_writes"]
+_SPARE = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+TRAFFIC_COLOURS = {"gemm_reads": "#1f77b4", "gemm_writes": "#aec7e8", "rs_reads": "#d62728", "rs_writes": "#ff9896",
+                   "ag": "#2ca02c", "other": "#c7c7c7"}
+STREAM_COLOURS = {"gemm_reads": "#1f77b4", "gemm_writes": "#aec7e8", "dma_reads": "#d62728", "updates": "#ff9896"}
+PREFILL_HATCH = "////"
+DPI = 110
 
 
-def _label(r: PointResult) -> str:
-    p = r.point
-    return f"{p.model}\nTP{p.tp} {p.sublayer}{'' if p.phase == 'training' else ' (pf)'}"
+def _colour(scheme: str) -> str:
+    if scheme in COLOURS:
+        return COLOURS[scheme]
+    return _SPARE[SCHEMES.index(scheme) % len(_SPARE)] if scheme in SCHEMES else _SPARE[0]
+
+
+def _facets(results: list[PointResult]) -> dict[tuple[str, int], list[PointResult]]:
+    """The points per (model, TP), in study order (training sublayers, then prefill)."""
+    facets: dict[tuple[str, int], list[PointResult]] = {}
+    for r in results:
+        facets.setdefault((r.point.model, r.point.tp), []).append(r)
+    return facets
+
+
+def _grid(panels: int, width: float = 3.3, height: float = 2.0):
+    """A grid of ``panels`` axes (4 a row), laid out by fixed margins in inches (tight_layout
+    costs a draw of the whole figure)."""
+    cols = min(4, panels)
+    rows = math.ceil(panels / cols)
+    top, bottom, left, right, gap_w, gap_h = 0.75, 0.5, 0.6, 0.15, 0.25, 0.8
+    fig_w = left + right + cols * width + (cols - 1) * gap_w
+    fig_h = top + bottom + rows * height + (rows - 1) * gap_h
+    fig, axes = plt.subplots(rows, cols, figsize=(fig_w, fig_h), sharey=True, squeeze=False)
+    fig.subplots_adjust(left=left / fig_w, right=1 - right / fig_w, top=1 - top / fig_h, bottom=bottom / fig_h,
+                        wspace=gap_w / width, hspace=gap_h / height)
+    flat = list(axes.flat)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    return fig, flat[:panels]
+
+
+def _bars(ax, xs, heights, width: float, colour: str, *, bottoms=None, hatch: str | None = None) -> None:
+    """Bars as one collection (``ax.bar`` makes an artist per bar, which is slow to build)."""
+    bottoms = [0.0] * len(xs) if bottoms is None else bottoms
+    w = width / 2
+    verts = [((x - w, b), (x - w, b + h), (x + w, b + h), (x + w, b))
+             for x, h, b in zip(xs, heights, bottoms, strict=True)]
+    ax.add_collection(PolyCollection(verts, facecolors=colour, edgecolors="white" if hatch else "none",
+                                     linewidths=0, hatch=hatch), autolim=False)
+
+
+def _legend(fig, handles, title: str) -> None:
+    fig.suptitle(title, fontsize=10, y=1 - 0.08 / fig.get_figheight())
+    fig.legend(handles=handles, ncol=len(handles), fontsize=7, loc="upper center", frameon=False,
+               bbox_to_anchor=(0.5, 1 - 0.3 / fig.get_figheight()), handlelength=1.5, columnspacing=1.2)
+
+
+def _sublayer_ticks(ax, facet: list[PointResult]) -> None:
+    ax.set_xlim(-0.5, len(facet) - 0.5)
+    ax.set_xticks(range(len(facet)),
+                  [r.point.sublayer + ("" if r.point.phase == "training" else "\nprefill") for r in facet],
+                  fontsize=7)
+    phases = [r.point.phase for r in facet]
+    for j in range(1, len(facet)):
+        if phases[j] != phases[j - 1]:
+            ax.axvline(j - 0.5, color="black", linewidth=0.6, linestyle=":")
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
 
 
 def plot_speedups(results: list[PointResult], path: Path) -> Path:
-    """Speedup over sequential per sublayer and scheme, in the style of the paper's results figure."""
+    """Speedup over sequential: a panel per model and TP with the sublayers on the x axis and
+    a bar per scheme (prefill hatched), and a panel of each set's geomean."""
     schemes = SCHEMES[1:]
     width = 0.8 / len(schemes)
-    fig, ax = plt.subplots(figsize=(max(10, 0.55 * len(results)), 4.5))
+    offsets = [(i - len(schemes) / 2 + 0.5) * width for i in range(len(schemes))]
+    facets = _facets(results)
+    summaries = [s for name in [*HEADLINE_SETS, "all"] if (s := summarise(results, name))]
+    fig, axes = _grid(len(facets) + 1)
+    top = max(1.6, max(r.speedup(s) for r in results for s in schemes) + 0.1)
+    for ax, ((model, tp), facet) in zip(axes, facets.items(), strict=False):
+        for i, scheme in enumerate(schemes):
+            for phase, hatch in (("training", None), ("prefill", PREFILL_HATCH)):
+                js = [j for j, r in enumerate(facet) if r.point.phase == phase]
+                if js:
+                    _bars(ax, [j + offsets[i] for j in js], [facet[j].speedup(scheme) for j in js], width,
+                          _colour(scheme), hatch=hatch)
+        _sublayer_ticks(ax, facet)
+        ax.set_title(f"{model}, TP {tp}", fontsize=9)
+    ax = axes[-1]
     for i, scheme in enumerate(schemes):
-        xs = [j + (i - len(schemes) / 2 + 0.5) * width for j in range(len(results))]
-        ax.bar(xs, [r.speedup(scheme) for r in results], width, label=scheme, color=COLOURS[scheme])
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(results)), [_label(r) for r in results], fontsize=6, rotation=90)
-    ax.set_ylabel("speedup over sequential")
-    ax.set_ylim(0.5, max(1.6, max(r.speedup("ideal_overlap") for r in results) + 0.1))
-    ax.legend(ncol=len(schemes), fontsize=7, loc="upper left")
-    ax.set_title("Sublayer speedup (GEMM + all-reduce)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+        _bars(ax, [j + offsets[i] for j in range(len(summaries))], [s.speedup_geomean[scheme] for s in summaries],
+              width, _colour(scheme))
+    ax.set_xlim(-0.5, len(summaries) - 0.5)
+    ax.set_xticks(range(len(summaries)), [f"{s.name}\n({s.points} pts)" for s in summaries], fontsize=7)
+    ax.set_title("geomean per set", fontsize=9, fontweight="bold")
+    for ax in axes:
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_ylim(0.5, top)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", linewidth=0.3, alpha=0.6)
+    for ax in axes[::min(4, len(axes))]:
+        ax.set_ylabel("speedup over sequential", fontsize=8)
+    handles = [Patch(color=_colour(s), label=s) for s in schemes]
+    handles.append(Patch(facecolor="#bbbbbb", edgecolor="white", hatch=PREFILL_HATCH, label="prefill (hatched)"))
+    _legend(fig, handles, "Sublayer speedup (GEMM + all-reduce) over sequential, per model and TP")
+    return _save(fig, path)
 
 
 def plot_traffic(results: list[PointResult], path: Path) -> Path:
-    """Stacked DRAM bytes per sublayer: sequential (left) and T3-MCA (right), normalised to sequential."""
-    fig, ax = plt.subplots(figsize=(max(10, 0.55 * len(results)), 4.5))
-    colours = plt.get_cmap("tab20").colors
-    for j, r in enumerate(results):
-        base = r.schemes["sequential"].dram_bytes
-        for offset, scheme in ((-0.2, "sequential"), (0.2, "t3_mca")):
-            bottom = 0.0
-            for k, part in enumerate(TRAFFIC):
-                value = r.schemes[scheme].traffic[part] / base
-                ax.bar(j + offset, value, 0.38, bottom=bottom, color=colours[k * 2 + (scheme == "t3_mca")],
-                       label=f"{part} ({scheme})" if j == 0 else None)
-                bottom += value
-    ax.set_xticks(range(len(results)), [_label(r) for r in results], fontsize=6, rotation=90)
-    ax.set_ylabel("DRAM bytes / sequential")
-    ax.legend(ncol=4, fontsize=6, loc="upper right")
-    ax.set_title("DRAM data movement: sequential (left bar) vs T3-MCA (right bar)")
+    """DRAM bytes per scheme stacked by component, normalised to the sequential scheme's:
+    the headline set's summary (bar height: geomean over the set, split by the components' mean
+    shares), then a panel per model and TP with a group of scheme bars per sublayer."""
+    components = traffic_components(results)
+    summary_set = next((n for n in [*HEADLINE_SETS, "all"] if select(results, n)), "all")
+    summary = traffic_summary(results, summary_set)
+    facets = _facets(results)
+    fig, axes = _grid(len(facets) + 1)
+    width = 0.84 / len(SCHEMES)
+    offsets = [(i - len(SCHEMES) / 2 + 0.5) * width for i in range(len(SCHEMES))]
+
+    ax = axes[0]
+    xs = range(len(SCHEMES))
+    bottom = [0.0] * len(SCHEMES)
+    for c in components:
+        heights = [summary[s]["vs_sequential_geomean"] * summary[s]["share"][c] for s in SCHEMES]
+        _bars(ax, list(xs), heights, 0.7, TRAFFIC_COLOURS[c], bottoms=bottom)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    for x, b in zip(xs, bottom, strict=True):
+        ax.text(x, b + 0.02, f"{b:.2f}", ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(list(xs), [short(s) for s in SCHEMES], fontsize=7, rotation=45)
+    ax.set_xlim(-0.5, len(SCHEMES) - 0.5)
+    ax.set_title(f"{summary_set}: geomean ({len(select(results, summary_set))} pts)", fontsize=9,
+                 fontweight="bold")
+
+    for ax, ((model, tp), facet) in zip(axes[1:], facets.items(), strict=True):
+        for i, scheme in enumerate(SCHEMES):
+            xs = [j + offsets[i] for j in range(len(facet))]
+            parts = [traffic_breakdown(r.schemes[scheme]) for r in facet]
+            base = [r.schemes["sequential"].dram_bytes for r in facet]
+            bottom = [0.0] * len(facet)
+            for c in components:
+                heights = [p.get(c, 0.0) / b for p, b in zip(parts, base, strict=True)]
+                _bars(ax, xs, heights, width, TRAFFIC_COLOURS[c], bottoms=bottom)
+                bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+            ax.scatter(xs, [b + 0.03 for b in bottom], s=7, marker="v", color=_colour(scheme), linewidths=0)
+        _sublayer_ticks(ax, facet)
+        ax.set_title(f"{model}, TP {tp}", fontsize=9)
+    for ax in axes:
+        ax.set_ylim(0, 1.2)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", linewidth=0.3, alpha=0.6)
+    for ax in axes[::min(4, len(axes))]:
+        ax.set_ylabel("DRAM bytes / sequential", fontsize=8)
+    handles = [Patch(color=TRAFFIC_COLOURS[c], label=TRAFFIC_LABELS[c]) for c in components]
+    handles += [Line2D([], [], marker="v", linestyle="", color=_colour(s), label=short(s)) for s in SCHEMES]
+    _legend(fig, handles, "DRAM data movement per scheme, normalised to sequential (bars left to right: "
+            + ", ".join(short(s) for s in SCHEMES) + "; the marker names the scheme)")
+    return _save(fig, path)
+
+
+def _fc_point(results: list[PointResult]) -> PointResult:
+    for sublayer in ("FC-2", "FC-1"):
+        for phase in ("training", "prefill"):
+            for r in results:
+                if r.point.sublayer == sublayer and r.point.phase == phase:
+                    return r
+    return results[0]
+
+
+def _window_edges(t_s):
+    """Step-plot x values (us) of trace windows that end at ``t_s``: each window's start, then
+    the last window's end; and a function that repeats a series' last value to match."""
+    t_s = list(t_s)
+    width = t_s[1] - t_s[0] if len(t_s) > 1 else t_s[0] if t_s else 0.0
+    edges = [(t - width) * 1e6 for t in t_s] + [t_s[-1] * 1e6] if t_s else []
+    return edges, lambda series: [*series, series[-1]] if len(series) else []
+
+
+def plot_timeline(results: list[PointResult], path: Path, *, cfg=None) -> Path:
+    """T3 against T3-MCA on one FC sublayer (FC-2 training if studied): per scheme, the DRAM
+    queue occupancy over time above the bandwidth of each stream, from the schemes' ``trace``.
+    Falls back to a Gantt chart of the schemes' timelines where no scheme has a trace.
+
+    ``cfg`` (optional) adds the queue depth and the achievable DRAM bandwidth as lines.
+    """
+    chosen = _fc_point(results)
+    traced = [s for s in ("t3", "t3_mca") if s in chosen.schemes and getattr(chosen.schemes[s], "trace", None)]
+    if not traced:
+        return _plot_gantt(chosen, path)
+    gpu = getattr(getattr(cfg, "system", None), "gpu", None)
+    depth = getattr(gpu, "dram_queue_entries", None)
+    capacity = getattr(gpu, "dram_bytes_per_s", None)
+    fig, axes = plt.subplots(2, len(traced), figsize=(5.5 * len(traced), 5), sharex="col", sharey="row",
+                             squeeze=False)
+    for col, scheme in enumerate(traced):
+        trace = chosen.schemes[scheme].trace
+        t_us, closed = _window_edges(trace.t_s)
+        queue, bandwidth = axes[0][col], axes[1][col]
+        occupancy = closed(trace.queue_occupancy)
+        queue.fill_between(t_us, occupancy, step="post", color=_colour(scheme), alpha=0.35, linewidth=0)
+        queue.step(t_us, occupancy, where="post", color=_colour(scheme), linewidth=0.8)
+        if depth:
+            queue.axhline(depth, color="black", linestyle="--", linewidth=0.7, label=f"queue depth {depth}")
+        threshold = getattr(trace, "threshold", None)
+        if threshold and scheme == "t3_mca":
+            queue.axhline(threshold, color="black", linestyle=":", linewidth=0.9, label=f"MCA threshold {threshold}")
+        if depth or (threshold and scheme == "t3_mca"):
+            queue.legend(fontsize=7, loc="upper right")
+        queue.set_ylim(0, 1.25 * max([*trace.queue_occupancy, depth or 0, 1]))
+        queue.set_title(f"{scheme} (sublayer {chosen.schemes[scheme].time_s * 1e6:.0f} us)", fontsize=9)
+        streams = [s for s in trace.GBps if len(trace.GBps[s]) == len(trace.t_s)]
+        bandwidth.stackplot(t_us, *[closed(trace.GBps[s]) for s in streams], step="post", linewidth=0,
+                            colors=[STREAM_COLOURS.get(s, "#c7c7c7") for s in streams],
+                            labels=[s.replace("_", " ") for s in streams])
+        totals = [sum(v) for v in zip(*(trace.GBps[s] for s in streams), strict=True)] if streams else []
+        bandwidth.set_ylim(0, 1.4 * max([*totals, (capacity or 0) / 1e9, 1]))
+        if capacity:
+            bandwidth.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=0.7, label="achievable HBM")
+        bandwidth.legend(fontsize=7, loc="upper right", ncol=2)
+        bandwidth.set_xlabel("time (us)", fontsize=8)
+        for ax in (queue, bandwidth):
+            ax.tick_params(labelsize=7)
+            ax.grid(linewidth=0.3, alpha=0.6)
+    axes[0][0].set_ylabel("DRAM queue (requests)", fontsize=8)
+    axes[1][0].set_ylabel("DRAM bandwidth (GB/s)", fontsize=8)
+    p = chosen.point
+    fig.suptitle(f"{p.model} TP{p.tp} {p.sublayer} ({p.phase}): a representative stretch: one DRAM "
+                 "channel's queue, whole-GPU bandwidth per stream", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
-def plot_timeline(results: list[PointResult], path: Path) -> Path:
-    """Gantt chart of one FC-2 sublayer under sequential and T3-MCA."""
-    chosen = next((r for r in results if r.point.sublayer == "FC-2" and r.point.phase == "training"),
-                  next(r for r in results if r.point.sublayer == "FC-2"))
-    fig, axes = plt.subplots(2, 1, figsize=(10, 4), sharex=True)
+def _plot_gantt(chosen: PointResult, path: Path) -> Path:
+    """Gantt chart of one sublayer under sequential, T3 and T3-MCA (the schemes present)."""
+    schemes = [s for s in ("sequential", "t3", "t3_mca") if s in chosen.schemes]
+    fig, axes = plt.subplots(len(schemes), 1, figsize=(10, 1.6 * len(schemes) + 0.6), sharex=True, squeeze=False)
     lanes = {"GEMM": 2, "link": 1, "AG": 0}
     colours = {"GEMM": "#1f77b4", "link": "#d62728", "AG": "#2ca02c"}
-    for ax, scheme in zip(axes, ("sequential", "t3_mca"), strict=True):
+    for ax, scheme in zip(axes[:, 0], schemes, strict=True):
         for lane, label, start, end in chosen.schemes[scheme].timeline:
-            ax.barh(lanes[lane], (end - start) * 1e6, left=start * 1e6, height=0.6, color=colours[lane],
+            y = lanes.setdefault(lane, len(lanes))
+            ax.barh(y, (end - start) * 1e6, left=start * 1e6, height=0.6, color=colours.get(lane, "#888888"),
                     edgecolor="white", linewidth=0.5)
             if (end - start) / chosen.schemes["sequential"].time_s > 0.04:
-                ax.text((start + end) / 2 * 1e6, lanes[lane], label, ha="center", va="center", fontsize=6,
-                        color="white")
-        ax.set_yticks(list(lanes.values()), ["GEMM", "RS (link)", "AG"])
+                ax.text((start + end) / 2 * 1e6, y, label, ha="center", va="center", fontsize=6, color="white")
+        ax.set_yticks(list(lanes.values()), [{"link": "RS (link)"}.get(k, k) for k in lanes], fontsize=7)
         ax.set_title(f"{scheme}: {chosen.schemes[scheme].time_s * 1e6:.0f} us", fontsize=9)
-    axes[-1].set_xlabel("time (us)")
+    axes[-1, 0].set_xlabel("time (us)")
     p = chosen.point
     fig.suptitle(f"{p.model} TP{p.tp} {p.sublayer} ({p.phase})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -8,13 +8,23 @@ import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
-from .schemes import SCHEMES, StudyConfig
-from .study import HEADLINE_SETS, PAPER_FIGURES, PointResult, Summary, summarise
+from .schemes import SCHEMES, SchemeResult, StudyConfig
+from .study import HEADLINE_SETS, PAPER_FIGURES, PointResult, Summary, geomean, summarise
 
-__all__ = ["format_table", "write_outputs", "paper_comparison"]
+__all__ = ["format_table", "write_outputs", "paper_comparison", "TRAFFIC_COMPONENTS", "traffic_breakdown",
+           "traffic_summary", "slowdown_schemes", "slowdown_summary", "select", "short"]
 
 SHORT = {"sequential": "seq", "ideal_overlap": "ideal", "ideal_rs_nmc": "rs+nmc", "t3": "t3",
          "t3_mca": "t3-mca", "cu_sharing": "cu-share"}
+
+#: The traffic breakdown the report shows: the model's six streams, the all-gather's two summed.
+TRAFFIC_COMPONENTS = ("gemm_reads", "gemm_writes", "rs_reads", "rs_writes", "ag")
+TRAFFIC_LABELS = {"gemm_reads": "GEMM reads", "gemm_writes": "GEMM writes", "rs_reads": "RS reads",
+                  "rs_writes": "RS writes", "ag": "AG", "other": "other"}
+
+
+def short(scheme: str) -> str:
+    return SHORT.get(scheme, scheme)
 
 
 def _git_commit() -> str:
@@ -23,6 +33,122 @@ def _git_commit() -> str:
                               check=True, cwd=Path(__file__).parent).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def select(results: list[PointResult], name: str) -> list[PointResult]:
+    """The points of a set of :data:`~system_model.study.HEADLINE_SETS`, or all of them for "all"."""
+    if name not in HEADLINE_SETS:
+        return list(results)
+    return [r for r in results if HEADLINE_SETS[name][1](r.point)]
+
+
+def _summaries(results: list[PointResult]) -> dict[str, Summary]:
+    return {name: s for name in [*HEADLINE_SETS, "all"] if (s := summarise(results, name))}
+
+
+# -- traffic ----------------------------------------------------------------------------------
+
+
+def traffic_breakdown(result: SchemeResult) -> dict[str, float]:
+    """DRAM bytes of one scheme as GEMM reads, GEMM writes, RS reads, RS writes and AG (reads +
+    writes); any stream the model adds beyond these is summed into "other" (present only then)."""
+    t = result.traffic
+    parts = {k: float(t.get(k, 0.0)) for k in TRAFFIC_COMPONENTS[:4]}
+    parts["ag"] = float(t.get("ag_reads", 0.0)) + float(t.get("ag_writes", 0.0))
+    known = {*TRAFFIC_COMPONENTS[:4], "ag_reads", "ag_writes"}
+    other = sum(float(v) for k, v in t.items() if k not in known)
+    if other:
+        parts["other"] = other
+    return parts
+
+
+def traffic_components(results: list[PointResult]) -> list[str]:
+    """:data:`TRAFFIC_COMPONENTS`, plus "other" if any scheme of any point has such traffic."""
+    has_other = any("other" in traffic_breakdown(res) for r in results for res in r.schemes.values())
+    return [*TRAFFIC_COMPONENTS, *(["other"] if has_other else [])]
+
+
+def traffic_summary(results: list[PointResult], name: str) -> dict[str, dict] | None:
+    """Per scheme over a set: the mean bytes per point of each component, their total, the
+    geomean of (scheme bytes / sequential bytes) (= 1 - the DRAM cut geomean) and each
+    component's mean share of the scheme's bytes."""
+    chosen = select(results, name)
+    if not chosen:
+        return None
+    components = traffic_components(results)
+    out = {}
+    for scheme in SCHEMES:
+        parts = [traffic_breakdown(r.schemes[scheme]) for r in chosen]
+        mean = {c: sum(p.get(c, 0.0) for p in parts) / len(parts) for c in components}
+        shares = {c: sum(p.get(c, 0.0) / max(sum(p.values()), 1e-30) for p in parts) / len(parts)
+                  for c in components}
+        out[scheme] = {"mean_bytes": mean, "total_bytes": sum(mean.values()),
+                       "vs_sequential_geomean": geomean(1 - r.dram_cut(scheme) for r in chosen),
+                       "share": shares}
+    return out
+
+
+# -- overlap slowdowns ------------------------------------------------------------------------
+
+
+def _slowdowns(result: SchemeResult) -> dict[str, float]:
+    return getattr(result, "slowdowns", None) or {}
+
+
+def slowdown_schemes(results: list[PointResult]) -> list[str]:
+    """``cu_sharing`` (if a scheme) and every scheme that reports overlap slowdowns at some point."""
+    return [s for s in SCHEMES
+            if s == "cu_sharing" or any(_slowdowns(r.schemes[s]) for r in results if s in r.schemes)]
+
+
+def slowdown_summary(results: list[PointResult], name: str) -> dict[str, dict[str, float | None]] | None:
+    """Per scheme of :func:`slowdown_schemes`, the geomeans over a set of the GEMM's slowdown,
+    the collective's slowdown (None where the model reports none) and the net speedup."""
+    chosen = select(results, name)
+    if not chosen:
+        return None
+    out = {}
+    for scheme in slowdown_schemes(results):
+        row: dict[str, float | None] = {}
+        for part in ("gemm", "collective"):
+            values = [v for r in chosen if (v := _slowdowns(r.schemes[scheme]).get(part)) is not None]
+            row[part] = geomean(values) if values else None
+        row["speedup"] = geomean(r.speedup(scheme) for r in chosen)
+        out[scheme] = row
+    return out
+
+
+def _x(value: float | None, width: int = 0) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{max(width - 1, 0)}.2f}x"
+
+
+def _slowdown_lines(results: list[PointResult]) -> list[str]:
+    schemes = slowdown_schemes(results)
+    if not schemes:
+        return []
+
+    def cells(values) -> str:
+        return "".join(f" | {_x(g, 7)} {_x(c, 7)} {_x(n, 7)}" for g, c, n in values)
+
+    first = f"{'':<34}" + "".join(f" | {short(s):<23}" for s in schemes)
+    head = f"{'model':<11} {'TP':>3} {'phase':<8} {'sublayer':<9}" + "".join(
+        f" | {'GEMM':>7} {'coll':>7} {'net':>7}" for _ in schemes)
+    lines = ["Overlap: GEMM and collective slowdowns (time overlapped / alone on the same CUs; '-': not "
+             "reported) and net speedup over sequential", first, head, "-" * len(head)]
+    for r in results:
+        p = r.point
+        lines.append(f"{p.model:<11} {p.tp:>3} {p.phase:<8} {p.sublayer:<9}" + cells(
+            (_slowdowns(r.schemes[s]).get("gemm"), _slowdowns(r.schemes[s]).get("collective"), r.speedup(s))
+            for s in schemes))
+    lines.append("-" * len(head))
+    for name in [*HEADLINE_SETS, "all"]:
+        if summary := slowdown_summary(results, name):
+            lines.append(f"{'geomean ' + name:<34}" + cells(
+                (summary[s]["gemm"], summary[s]["collective"], summary[s]["speedup"]) for s in schemes))
+    return lines
+
+
+# -- tables -----------------------------------------------------------------------------------
 
 
 def paper_comparison(summaries: dict[str, Summary]) -> list[dict]:
@@ -41,7 +167,7 @@ def paper_comparison(summaries: dict[str, Summary]) -> list[dict]:
 
 def format_table(results: list[PointResult], summaries: dict[str, Summary]) -> str:
     header = (f"{'model':<11} {'TP':>3} {'phase':<8} {'sublayer':<8} {'GEMM us':>8} {'seq us':>8} "
-              + " ".join(f"{SHORT[s]:>8}" for s in SCHEMES[1:]) + f" {'DRAM cut':>9}")
+              + " ".join(f"{short(s):>8}" for s in SCHEMES[1:]) + f" {'DRAM cut':>9}")
     lines = [header, "-" * len(header)]
     for r in results:
         p, seq = r.point, r.schemes["sequential"]
@@ -57,6 +183,9 @@ def format_table(results: list[PointResult], summaries: dict[str, Summary]) -> s
     lines.append("")
     for s in summaries.values():
         lines.append(f"{s.name}: {s.description} ({s.points} points)")
+    slowdowns = _slowdown_lines(results)
+    if slowdowns:
+        lines += ["", *slowdowns]
     comparison = paper_comparison(summaries)
     if comparison:
         lines.append("")
@@ -73,12 +202,15 @@ def _rows(results: list[PointResult]) -> list[dict]:
     for r in results:
         for scheme in SCHEMES:
             res = r.schemes[scheme]
+            slow = _slowdowns(res)
             rows.append({
                 "model": r.point.model, "tp": r.point.tp, "phase": r.point.phase, "sublayer": r.point.sublayer,
                 "gemm_m": r.shape.m, "gemm_n": r.shape.n, "gemm_k": r.shape.k, "scheme": scheme,
                 "time_us": res.time_s * 1e6, "gemm_us": res.gemm_s * 1e6, "speedup": r.speedup(scheme),
                 "dram_MB": res.dram_bytes / 1e6, "dram_cut": r.dram_cut(scheme),
                 **{f"{k}_MB": v / 1e6 for k, v in res.traffic.items()},
+                "ag_MB": traffic_breakdown(res)["ag"] / 1e6,
+                "slowdown_gemm": slow.get("gemm"), "slowdown_collective": slow.get("collective"),
             })
     return rows
 
@@ -87,7 +219,7 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
     """Write CSV, JSON and Markdown (and PNG plots) named after the preset; return the paths."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"report_{cfg.system.name}"
-    summaries = {name: s for name in [*HEADLINE_SETS, "all"] if (s := summarise(results, name))}
+    summaries = _summaries(results)
     rows = _rows(results)
     paths = []
 
@@ -99,12 +231,15 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
     paths.append(csv_path)
 
     json_path = out / f"{stem}.json"
+    sets = [*summaries]
     json_path.write_text(json.dumps({
         "preset": cfg.system.name, "commit": _git_commit(),
         "config": {"gpu": asdict(cfg.system.gpu), "link": asdict(cfg.system.link), "kernel": asdict(cfg.kernel),
                    "workload": asdict(cfg.workload), "arbiter": asdict(cfg.arbiter),
                    "cu_sharing_cus": cfg.cu_sharing_cus, "block_timing": asdict(cfg.block)},
         "summaries": {k: asdict(v) for k, v in summaries.items()},
+        "traffic": {name: traffic_summary(results, name) for name in sets},
+        "slowdowns": {name: slowdown_summary(results, name) for name in sets},
         "paper_comparison": paper_comparison(summaries),
         "rows": rows,
     }, indent=1))
@@ -119,8 +254,12 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
 
         paths.append(plot_speedups(results, out / f"speedup_{cfg.system.name}.png"))
         paths.append(plot_traffic(results, out / f"traffic_{cfg.system.name}.png"))
-        paths.append(plot_timeline(results, out / f"timeline_fc2_{cfg.system.name}.png"))
+        paths.append(plot_timeline(results, out / f"timeline_fc2_{cfg.system.name}.png", cfg=cfg))
     return paths
+
+
+def _md_x(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}x"
 
 
 def _markdown(results: list[PointResult], summaries: dict[str, Summary], cfg: StudyConfig) -> str:
@@ -144,4 +283,56 @@ def _markdown(results: list[PointResult], summaries: dict[str, Summary], cfg: St
     for c in paper_comparison(summaries):
         lines.append(f"| {c['figure']} | {c['ours']:.3f} | {c['paper']:.2f} | ±{c['tolerance']:.2f} | "
                      f"{'yes' if c['within'] else 'no'} |")
+    lines += _markdown_slowdowns(results, summaries)
+    lines += _markdown_traffic(results, summaries)
     return "\n".join(lines) + "\n"
+
+
+def _markdown_slowdowns(results: list[PointResult], summaries: dict[str, Summary]) -> list[str]:
+    schemes = slowdown_schemes(results)
+    if not schemes:
+        return []
+    lines = ["", "## Overlap: slowdowns and net speedup", "",
+             "GEMM slowdown = the GEMM's time overlapped / alone on the same CUs; collective slowdown = the "
+             "collective's time overlapped / alone; net = speedup over sequential. '–': not reported by the model.",
+             "", "| model | TP | phase | sublayer | " + " | ".join(
+                 f"{s} GEMM slowdown | {s} collective slowdown | {s} net speedup" for s in schemes) + " |",
+             "|" + "---|" * (4 + 3 * len(schemes))]
+    for r in results:
+        p = r.point
+        lines.append(f"| {p.model} | {p.tp} | {p.phase} | {p.sublayer} | " + " | ".join(
+            f"{_md_x(_slowdowns(r.schemes[s]).get('gemm'))} | {_md_x(_slowdowns(r.schemes[s]).get('collective'))} "
+            f"| {_md_x(r.speedup(s))}" for s in schemes) + " |")
+    for name in summaries:
+        summary = slowdown_summary(results, name)
+        lines.append(f"| **geomean {name}** | | | | " + " | ".join(
+            f"{_md_x(summary[s]['gemm'])} | {_md_x(summary[s]['collective'])} | {_md_x(summary[s]['speedup'])}"
+            for s in schemes) + " |")
+    return lines
+
+
+def _markdown_traffic(results: list[PointResult], summaries: dict[str, Summary]) -> list[str]:
+    components = traffic_components(results)
+    labels = [TRAFFIC_LABELS[c] for c in components]
+    lines = ["", "## DRAM traffic per scheme", "",
+             "Per set: mean MB per point of each component (AG = the all-gather's reads + writes) and the geomean "
+             "of the scheme's bytes over the sequential scheme's (1 - the DRAM cut geomean)."]
+    for name, s in summaries.items():
+        summary = traffic_summary(results, name)
+        lines += ["", f"**{name}** ({s.description}, {s.points} points)", "",
+                  "| scheme | " + " | ".join(f"{label} (MB)" for label in labels) + " | total (MB) | vs sequential |",
+                  "|" + "---|" * (len(components) + 3)]
+        for scheme, row in summary.items():
+            lines.append(f"| {scheme} | " + " | ".join(f"{row['mean_bytes'][c] / 1e6:.1f}" for c in components)
+                         + f" | {row['total_bytes'] / 1e6:.1f} | {row['vs_sequential_geomean']:.3f}x |")
+    lines += ["", "Per point (MB):", "",
+              "| model | TP | phase | sublayer | scheme | " + " | ".join(labels) + " | total | cut |",
+              "|" + "---|" * (len(components) + 7)]
+    for r in results:
+        p = r.point
+        for scheme in SCHEMES:
+            parts = traffic_breakdown(r.schemes[scheme])
+            lines.append(f"| {p.model} | {p.tp} | {p.phase} | {p.sublayer} | {scheme} | "
+                         + " | ".join(f"{parts.get(c, 0.0) / 1e6:.1f}" for c in components)
+                         + f" | {sum(parts.values()) / 1e6:.1f} | {r.dram_cut(scheme) * 100:.1f}% |")
+    return lines
