@@ -133,8 +133,8 @@ def _slowdown_lines(results: list[PointResult]) -> list[str]:
     first = f"{'':<34}" + "".join(f" | {short(s):<23}" for s in schemes)
     head = f"{'model':<11} {'TP':>3} {'phase':<8} {'sublayer':<9}" + "".join(
         f" | {'GEMM':>7} {'coll':>7} {'net':>7}" for _ in schemes)
-    lines = ["Overlap: GEMM and collective slowdowns (time overlapped / alone on the same CUs; '-': not "
-             "reported) and net speedup over sequential", first, head, "-" * len(head)]
+    lines = ["Overlap: GEMM and collective slowdowns (time in the scheme / alone, as SchemeResult.slowdowns "
+             "defines them; '-': not reported) and net speedup over sequential", first, head, "-" * len(head)]
     for r in results:
         p = r.point
         lines.append(f"{p.model:<11} {p.tp:>3} {p.phase:<8} {p.sublayer:<9}" + cells(
@@ -293,8 +293,9 @@ def _markdown_slowdowns(results: list[PointResult], summaries: dict[str, Summary
     if not schemes:
         return []
     lines = ["", "## Overlap: slowdowns and net speedup", "",
-             "GEMM slowdown = the GEMM's time overlapped / alone on the same CUs; collective slowdown = the "
-             "collective's time overlapped / alone; net = speedup over sequential. '–': not reported by the model.",
+             "GEMM slowdown = the GEMM's time in the scheme / the GEMM alone; collective slowdown = the "
+             "collective's time in the scheme / alone (the model's definitions: `SchemeResult.slowdowns`); "
+             "net = speedup over sequential. '–': not reported by the model.",
              "", "| model | TP | phase | sublayer | " + " | ".join(
                  f"{s} GEMM slowdown | {s} collective slowdown | {s} net speedup" for s in schemes) + " |",
              "|" + "---|" * (4 + 3 * len(schemes))]
