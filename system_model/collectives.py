@@ -1,18 +1,35 @@
-"""Ring collectives: reduce-scatter (RS) and all-gather (AG) in ``n - 1`` steps.
+"""Ring collectives as RCCL/NCCL's ring kernels run them, and as T3's hardware runs the RS.
 
-Each step moves one chunk (``bytes / n``) to the next GPU, paying the link latency plus the
-chunk's transfer time, or the DRAM time of the step's memory traffic when that is longer
-(the reduction of a step overlaps the transfer of the next, as in ring implementations
-that split chunks into slices).
+**Software (RCCL/NCCL ring, Simple protocol).** A collective runs on ``channels`` CUs, one
+workgroup each. Every GPU sends through a FIFO in the next GPU's memory: the sender's
+stores cross the link and land in the receiver's DRAM.
 
-DRAM traffic per step and GPU, in chunks:
+* Reduce-scatter, ``n - 1`` transfers per GPU: ``send`` (read the local partial slice, store
+  it into the next GPU's FIFO), ``n - 2`` x ``recvReduceSend`` (read the FIFO and the local
+  partial, add on the CU, store the sum into the next GPU's FIFO), and ``recvReduceCopy``
+  (read both, add, write the result locally). Per GPU and chunk: reads ``2n - 1``, writes
+  ``n`` (``n - 1`` arrivals into the FIFO plus the final result).
+* All-gather: ``send`` of the GPU's own reduced chunk (1 read), then per arrival a copy
+  from the FIFO into the output (1 read, 1 write), forwarded unless it is the last: reads
+  ``n``, writes ``2(n - 1)`` (the arrivals and the copies).
 
-* software RS (a reduction kernel on the CUs): the DMA reads the chunk it sends (1), the
-  incoming chunk is written (1), the kernel reads both operands (2) and writes the sum (1);
-* RS with near-memory reduction (NMC): the chunk sent is read (1) and the incoming chunk
-  arrives as an update, crossing the channel once (1); the read of the add happens inside
-  the memory;
-* AG: the chunk sent is read (1) and the incoming one written (1).
+A CU's achievable bandwidth follows Little's law: every thread keeps ``unroll`` 16-byte
+loads per source in flight, so a channel moves ``threads x load_bytes x unroll`` bytes per
+loaded memory latency. A step streams its chunk through the FIFO in slices (one FIFO slot
+each): the CUs load, add and store element batches continuously, and the receiver consumes
+a slice as soon as its flag lands, so slices overlap and the slice size drops out of the
+step's time. The step costs its chunk at the slowest of link, CUs and DRAM, plus the fill
+of the pipeline (the first bytes: a memory latency and a link hop), plus the step's flag
+synchronisation (the sender's release fence waits for its remote stores to be
+acknowledged, a link round trip; the receiver's poll sees the flag a memory latency after
+it lands). The drain is inside the chunk time: the link is the stage every byte crosses.
+
+**T3 hardware (tracker, DMA, near-memory reducer).** No CU and no flag: an incoming update
+is added inside the memory, the tracker counts it, and the tile's DMA starts when its count
+is complete. Per step: trigger and DMA issue (the RTL's measured cycles), the DMA's read
+latency, a link hop, then the chunk at the slowest of link, reducers and DRAM, pipelined
+at tile granularity. DRAM: the DMA read of the chunk forwarded (1) and the incoming update
+(1 crossing; 2 units of bank time, its internal read and write).
 """
 
 from __future__ import annotations
@@ -20,46 +37,142 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .hardware import GpuConfig, LinkConfig
+from .units import check_int_range
 
-__all__ = ["RingTraffic", "ring_reduce_scatter", "ring_all_gather", "RS_SOFTWARE_CHUNKS", "RS_NMC_CHUNKS"]
-
-#: (reads, writes) per step, in chunks.
-RS_SOFTWARE_CHUNKS = (3, 2)
-RS_NMC_CHUNKS = (1, 1)
-AG_CHUNKS = (1, 1)
+__all__ = ["CollectiveKernelConfig", "RingCollective", "software_reduce_scatter", "software_all_gather",
+           "hardware_reduce_scatter", "rs_software_crossings", "ag_software_crossings", "rs_nmc_crossings"]
 
 
 @dataclass(frozen=True)
-class RingTraffic:
+class CollectiveKernelConfig:
+    """The software collective's kernel.
+
+    Attributes
+    ----------
+    channels : int
+        CUs (one workgroup per ring channel) the collective runs on when it has the GPU.
+    threads_per_channel : int
+        Threads of a channel's workgroup.
+    load_bytes : int
+        Bytes of one load per thread (a 128-bit vector load).
+    unroll : int
+        Loads per thread and source kept in flight (NCCL's COLL_UNROLL).
+    """
+
+    channels: int = 16
+    threads_per_channel: int = 256
+    load_bytes: int = 16
+    unroll: int = 4
+
+    def __post_init__(self):
+        check_int_range("channels", self.channels, 1, 1024)
+        check_int_range("threads_per_channel", self.threads_per_channel, 1, 4096)
+        check_int_range("load_bytes", self.load_bytes, 1, 256)
+        check_int_range("unroll", self.unroll, 1, 64)
+
+    def cu_bytes_per_s(self, channels: int, latency_s: float) -> float:
+        """Little's law: bytes per second ``channels`` CUs move at a loaded latency."""
+        return channels * self.threads_per_channel * self.load_bytes * self.unroll / latency_s
+
+
+def rs_software_crossings(n: int) -> tuple[int, int]:
+    """(reads, writes) of a software ring RS per GPU, in chunks."""
+    return 2 * n - 1, n
+
+
+def ag_software_crossings(n: int) -> tuple[int, int]:
+    """(reads, writes) of a software ring AG per GPU, in chunks."""
+    return n, 2 * (n - 1)
+
+
+def rs_nmc_crossings(n: int) -> tuple[int, int]:
+    """(reads, writes) of T3's RS per GPU on a GEMM output already in memory, in chunks:
+    the DMA reads every chunk it sends, every arrival is a near-memory update."""
+    return n - 1, n - 1
+
+
+@dataclass(frozen=True)
+class RingCollective:
+    """Time and DRAM traffic of one collective on one GPU.
+
+    ``step_s`` is one of the ``steps`` transfers; ``rate_Bps`` the rate its chunk moves at
+    and ``limit`` which resource set it ("link", "cus", "dram", "reducers");
+    ``overhead_s`` what a step costs beyond its chunk at that rate.
+    """
+
     time_s: float
+    steps: int
+    step_s: float
+    rate_Bps: float
+    limit: str
+    overhead_s: float
     read_bytes: float
     write_bytes: float
-    step_s: float
 
 
-def _ring(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, chunks: tuple[int, int], *,
-          dram_bytes_per_s: float | None = None, step_overhead_s: float = 0.0,
-          update_bytes_per_s: float = float("inf")) -> RingTraffic:
-    if n < 2:
-        raise ValueError(f"n must be at least 2, not {n}")
+def _rates(**limits: float) -> tuple[float, str]:
+    limit = min(limits, key=limits.get)
+    return limits[limit], limit
+
+
+def _ring(total_bytes: float, n: int, crossings: tuple[int, int], rate: tuple[float, str],
+          overhead_s: float) -> RingCollective:
     chunk = total_bytes / n
+    step = overhead_s + chunk / rate[0]
+    return RingCollective(time_s=(n - 1) * step, steps=n - 1, step_s=step, rate_Bps=rate[0], limit=rate[1],
+                          overhead_s=overhead_s, read_bytes=crossings[0] * chunk, write_bytes=crossings[1] * chunk)
+
+
+def _check(n: int) -> None:
+    check_int_range("n", n, 2, 1 << 16)
+
+
+def _software_overhead_s(link: LinkConfig, gpu: GpuConfig) -> float:
+    latency = link.link_latency_ns * 1e-9
+    memory = gpu.dram_latency_ns * 1e-9
+    fill = memory + latency                    # the first bytes: loaded, sent, landed
+    sync = 2 * latency + memory                # release fence round trip, then the flag poll
+    return fill + sync
+
+
+def software_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig,
+                            kernel: CollectiveKernelConfig, *, channels: int | None = None,
+                            dram_bytes_per_s: float | None = None) -> RingCollective:
+    """RCCL's ring RS of ``total_bytes`` (the whole tensor on each GPU) over ``n`` GPUs on
+    ``channels`` CUs (default: the kernel's), with ``dram_bytes_per_s`` of DRAM (default:
+    all of it)."""
+    _check(n)
+    channels = kernel.channels if channels is None else channels
+    reads, writes = rs_software_crossings(n)
     dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
-    step = (link.link_latency_ns * 1e-9 + step_overhead_s
-            + max(chunk / link.ring_bytes_per_s, sum(chunks) * chunk / dram, chunk / update_bytes_per_s))
-    return RingTraffic(time_s=(n - 1) * step, read_bytes=(n - 1) * chunks[0] * chunk,
-                       write_bytes=(n - 1) * chunks[1] * chunk, step_s=step)
+    # Per step and GPU: the FIFO and the local partial are read, an arrival is written.
+    rate = _rates(link=link.ring_bytes_per_s, cus=kernel.cu_bytes_per_s(channels, gpu.dram_latency_ns * 1e-9),
+                  dram=dram / 3)
+    return _ring(total_bytes, n, (reads, writes), rate, _software_overhead_s(link, gpu))
 
 
-def ring_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, *, nmc: bool,
-                        **kwargs) -> RingTraffic:
-    """RS of ``total_bytes`` (the whole tensor on each GPU) over ``n`` GPUs.
+def software_all_gather(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig,
+                        kernel: CollectiveKernelConfig, *, channels: int | None = None,
+                        dram_bytes_per_s: float | None = None) -> RingCollective:
+    """RCCL's ring AG that leaves the whole ``total_bytes`` tensor on each GPU."""
+    _check(n)
+    channels = kernel.channels if channels is None else channels
+    reads, writes = ag_software_crossings(n)
+    dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
+    # Per step and GPU: the FIFO is read, copied into the output, and an arrival written.
+    rate = _rates(link=link.ring_bytes_per_s, cus=kernel.cu_bytes_per_s(channels, gpu.dram_latency_ns * 1e-9),
+                  dram=dram / 3)
+    return _ring(total_bytes, n, (reads, writes), rate, _software_overhead_s(link, gpu))
 
-    With ``nmc``, ``update_bytes_per_s`` caps the rate at which the near-memory reducers
-    absorb the incoming updates.
-    """
-    return _ring(total_bytes, n, link, gpu, RS_NMC_CHUNKS if nmc else RS_SOFTWARE_CHUNKS, **kwargs)
 
-
-def ring_all_gather(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, **kwargs) -> RingTraffic:
-    """AG that leaves the whole ``total_bytes`` tensor on each GPU."""
-    return _ring(total_bytes, n, link, gpu, AG_CHUNKS, **kwargs)
+def hardware_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, *,
+                            trigger_to_link_s: float, reducer_bytes_per_s: float, tile_bytes: float,
+                            dram_bytes_per_s: float | None = None) -> RingCollective:
+    """T3's RS of a GEMM output already in memory (``ideal_rs_nmc``): tracker, DMA and
+    near-memory reducers, no CUs, no flags."""
+    _check(n)
+    dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
+    # Bank time per chunk forwarded: its DMA read (1 unit) and the arrival's update (2 units).
+    rate = _rates(link=link.ring_bytes_per_s, reducers=reducer_bytes_per_s, dram=dram / 3)
+    overhead = trigger_to_link_s + gpu.dram_latency_ns * 1e-9 + link.link_latency_ns * 1e-9 + tile_bytes / rate[0]
+    return _ring(total_bytes, n, rs_nmc_crossings(n), rate, overhead)

@@ -1,12 +1,25 @@
-"""GEMM timing: a tile / wave model over the CUs with an HBM roofline and L2 panel reuse.
+"""GEMM: its tile order, its waves, and the DRAM traffic an L2 of finite size lets through.
 
-Each CU computes one ``tile_m x tile_n`` output tile at a time; the tiles run in waves of
-``cus`` tiles, tile row by tile row (so that the rows of C complete in order, which T3's
-staged GEMM needs), each wave covering a near-square block of tiles. A wave's time is the
-larger of its compute time (partial edge tiles cost a full tile) and the DRAM time of the
-operand panels it needs plus its output. Panels are shared by the tiles of a wave through
-the L2; the weight matrix B is read from DRAM only once when it fits in half of the L2. The
-output is written once.
+One order for timing and traffic. Each CU computes one ``tile_m x tile_n`` tile of C at a
+time; tiles are dispatched in row-major order (tile row by tile row, which T3's staged
+GEMM needs: a stage is a range of C's rows), ``cus`` at a time, so wave ``w`` holds tiles
+``w*cus .. (w+1)*cus - 1``. A wave's CUs step through K together, one ``k_tile`` slice at a
+time, reading for each tile row it touches an A slice (``tile_m x k_tile``) and for each
+tile column a B slice (``k_tile x tile_n``).
+
+The L2 as a reuse-distance model of LRU at panel x k-slice granularity: within a wave a
+slice is read from DRAM once and shared through the L2 by the wave's tiles. Between waves,
+the A or B slice a wave needs was last touched by an earlier wave at the same k, and
+everything the waves in between touched lies between the two uses; under LRU it hits iff
+that footprint fits the L2. A wave's footprint is its A and B panels and, where stores
+allocate in the L2, its output tiles.
+
+* **Baseline**: output stores write-allocate in the L2 (and are written back to DRAM
+  once), so they take L2 room from the operands.
+* **T3**: the tracked stores bypass the caches on their way to the memory controller
+  (the tracker must see them, and the near-memory reducer adds them), so they take none.
+
+So the GEMM's reads differ between the two only where the L2 is tight, as the model says.
 """
 
 from __future__ import annotations
@@ -19,7 +32,7 @@ from .hardware import GpuConfig
 from .models import GemmShape
 from .units import check_int_range, check_range
 
-__all__ = ["GemmKernelConfig", "GemmTiming", "gemm_timing"]
+__all__ = ["GemmKernelConfig", "GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows"]
 
 
 @dataclass(frozen=True)
@@ -31,128 +44,170 @@ class GemmKernelConfig:
     tile_m, tile_n : int
         Macro tile per workgroup: 128 x 128, a common rocBLAS/Tensile fp16 macro tile on
         CDNA for large GEMMs. In T3 a tile is the unit the tracker counts writes for.
+    k_tile : int
+        Depth of one k-loop iteration (Tensile's DepthU): the k-slice the L2 model and the
+        prefetch work in.
+    prefetch_stages : int
+        k-slices a CU's global-to-LDS pipeline holds (2: double buffering); all but the one
+        being consumed are in flight, which bounds the GEMM's outstanding requests.
+    group_rows : int
+        Tile rows walked together, column by column, inside a stage (grouped rasterisation,
+        Tensile's WorkGroupMapping of 8).
     compute_efficiency : float
-        Fraction of the matrix-core peak a compute-bound tile achieves (0.8: typical of
-        tuned fp16 GEMMs on MI200-class GPUs).
+        Fraction of the matrix-core peak a compute-bound tile achieves.
     bytes_per_element : int
         fp16.
     """
 
     tile_m: int = 128
     tile_n: int = 128
+    k_tile: int = 32
+    prefetch_stages: int = 2
+    group_rows: int = 8
     compute_efficiency: float = 0.8
     bytes_per_element: int = 2
 
     def __post_init__(self):
         check_int_range("tile_m", self.tile_m, 1, 4096)
         check_int_range("tile_n", self.tile_n, 1, 4096)
+        check_int_range("k_tile", self.k_tile, 1, 4096)
+        check_int_range("prefetch_stages", self.prefetch_stages, 2, 16)
+        check_int_range("group_rows", self.group_rows, 1, 4096)
         check_range("compute_efficiency", self.compute_efficiency, 0.01, 1.0)
         check_int_range("bytes_per_element", self.bytes_per_element, 1, 8)
+
+    def prefetch_bytes_per_cu(self, k: int) -> int:
+        """Operand bytes one CU keeps in flight."""
+        depth = min(self.k_tile, k)
+        return (self.prefetch_stages - 1) * (self.tile_m + self.tile_n) * depth * self.bytes_per_element
 
 
 @dataclass(frozen=True)
 class GemmTiming:
-    """Result of :func:`gemm_timing`; times in seconds, traffic in bytes.
+    """Waves of a GEMM and their DRAM traffic; times in seconds, traffic in bytes.
 
-    All full waves are alike, so the schedule is two kinds of wave: ``full`` (``waves - 1``
-    or ``waves`` of them) and the last, possibly partial, one.
+    ``wave_reads[w]`` is wave ``w``'s DRAM reads after the L2; ``wave_tiles[w]`` its tiles;
+    ``stage_end_waves[s]`` the wave that finishes stage ``s`` (a wave may finish several).
+    ``stores_cached`` says which L2 policy the traffic was computed for (baseline: True).
     """
 
-    time_s: float
-    compute_s: float
-    waves: int
+    shape: GemmShape
+    cus: int
     tiles: int
     tiles_n: int
     tile_m: int
-    cus: int
-    dram_read_bytes: float
-    dram_write_bytes: float
-    full_wave: tuple[float, float]   # (time_s, dram_bytes) of a full wave
-    last_wave: tuple[float, float]   # (time_s, dram_bytes) of the last wave
+    tile_compute_s: float
+    out_tile_bytes: int
+    cu_load_bytes_per_tile: float
+    wave_reads: tuple[float, ...]
+    wave_tiles: tuple[int, ...]
+    stage_end_waves: tuple[int, ...]
+    stores_cached: bool
 
     @property
-    def dram_bytes(self) -> float:
-        return self.dram_read_bytes + self.dram_write_bytes
+    def waves(self) -> int:
+        return len(self.wave_tiles)
 
     @property
-    def demand_bytes_per_s(self) -> float:
-        """DRAM rate the GEMM asks for when it runs at its own speed."""
-        return self.dram_bytes / self.time_s
+    def compute_s(self) -> float:
+        return self.waves * self.tile_compute_s
 
-    def waves_span(self, first: int, last: int) -> tuple[float, float]:
-        """``(time_s, dram_bytes)`` of waves ``first..last`` inclusive."""
-        n = last - first + 1
-        includes_last = last == self.waves - 1
-        full = n - 1 if includes_last else n
-        time_s = full * self.full_wave[0] + (self.last_wave[0] if includes_last else 0.0)
-        dram = full * self.full_wave[1] + (self.last_wave[1] if includes_last else 0.0)
-        return time_s, dram
+    @property
+    def dram_read_bytes(self) -> float:
+        return sum(self.wave_reads)
 
-    def stage_segments(self, rows_per_stage: tuple[int, ...]) -> tuple[tuple[float, float, bool] | None, ...]:
-        """Per stage, the ``(time_s, dram_bytes, includes_last_wave)`` of the waves that end
-        with it, or None if the stage ends inside a wave that an earlier stage ended with."""
-        return _stage_segments(self, rows_per_stage)
+    @property
+    def dram_write_bytes(self) -> float:
+        return self.tiles * self.out_tile_bytes
 
-    def stage_last_wave(self, rows_per_stage: list[int]) -> list[int]:
-        """Index of the wave that finishes each stage, the stages being consecutive row ranges
-        of C: a stage is done when every tile row it touches is done (tile rows run in order)."""
-        ends, row = [], 0
-        for rows in rows_per_stage:
-            row += rows
-            last_tile = -(-row // self.tile_m) * self.tiles_n - 1
-            ends.append(min(last_tile // self.cus, self.waves - 1))
-        return ends
+    def l2_miss_ratio(self, wave: int) -> float:
+        """DRAM reads / the CUs' operand loads in a wave."""
+        return self.wave_reads[wave] / (self.wave_tiles[wave] * self.cu_load_bytes_per_tile)
 
 
-def _wave(in_wave: int, tiles_n: int, a_panel: float, b_panel: float, out_tile: float, weights_resident: bool,
-          tile_compute_s: float, dram_bytes_per_s: float) -> tuple[float, float, float]:
-    """(time_s, read_bytes, dram_bytes) of a wave of ``in_wave`` tiles."""
-    # Grouped rasterisation (as tuned GEMM libraries do for L2 locality): a wave covers a
-    # near-square block of `rows` tile rows x `cols` tile columns.
-    cols = min(tiles_n, math.ceil(math.sqrt(in_wave)))
-    rows = math.ceil(in_wave / cols)
-    reads = rows * a_panel + (0 if weights_resident else cols * b_panel)
-    dram = reads + in_wave * out_tile
-    return max(tile_compute_s, dram / dram_bytes_per_s), reads, dram
+def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_rows: int) -> list[tuple[int, int]]:
+    """The dispatch order of the (tile row, tile column) pairs.
+
+    Stage by stage (each a range of tile rows, so that a stage's rows of C are done before
+    the next stage's, as T3's staged GEMM needs), and within a stage in groups of
+    ``group_rows`` tile rows walked column by column (the grouped rasterisation GEMM
+    libraries use for L2 locality: Tensile's WorkGroupMapping, CUTLASS's swizzle).
+    """
+    order, row = [], 0
+    for rows in stage_rows:
+        for group in range(row, row + rows, group_rows):
+            height = min(group_rows, row + rows - group)
+            order.extend((group + i, col) for col in range(tiles_n) for i in range(height))
+        row += rows
+    if row != tiles_m:
+        raise ValueError(f"stage rows must add up to the {tiles_m} tile rows, not {row}")
+    return order
 
 
-def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, cus: int | None = None) -> GemmTiming:
-    """Time, DRAM traffic and wave schedule of ``shape`` on ``cus`` CUs (default: all)."""
+def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
+    """New tile rows each stage needs: stage ``s`` holds C's rows ``s*m/stages`` up to the
+    next stage's, and is done when every tile row overlapping them is; a stage whose rows
+    lie inside a tile row an earlier stage needed adds none (0)."""
+    tiles_m = math.ceil(m / tile_m)
+    needed = [min(tiles_m, math.ceil((s + 1) * m / stages / tile_m)) for s in range(stages)]
+    return tuple(b - a for a, b in zip([0, *needed], needed, strict=False))
+
+
+def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
+                 stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]]:
+    """Per wave, DRAM read bytes and tiles under the reuse-distance LRU model of the L2,
+    and per stage the index of the wave that finishes it."""
+    e = kernel.bytes_per_element
+    tiles_m, tiles_n = math.ceil(shape.m / kernel.tile_m), math.ceil(shape.n / kernel.tile_n)
+    rows_per_stage = stage_tile_rows(shape.m, kernel.tile_m, stages)
+    order = tile_order(tiles_m, tiles_n, rows_per_stage, kernel.group_rows)
+    a_panel, b_panel = kernel.tile_m * shape.k * e, kernel.tile_n * shape.k * e
+    out_tile = kernel.tile_m * kernel.tile_n * e
+    last_a: dict[int, int] = {}
+    last_b: dict[int, int] = {}
+    footprint_until: list[float] = [0.0]     # footprint of waves 0..w-1 together
+    reads, counts = [], []
+    for w, first in enumerate(range(0, len(order), cus)):
+        wave = order[first:first + cus]
+        rows, cols = {r for r, _ in wave}, {c for _, c in wave}
+        here = footprint_until[-1]
+        # Hit iff everything touched since the panel's last use fits the L2 (LRU).
+        miss = sum(a_panel for r in rows if r not in last_a or here - footprint_until[last_a[r]] > l2_bytes)
+        miss += sum(b_panel for c in cols if c not in last_b or here - footprint_until[last_b[c]] > l2_bytes)
+        last_a.update(dict.fromkeys(rows, w))
+        last_b.update(dict.fromkeys(cols, w))
+        footprint_until.append(here + len(rows) * a_panel + len(cols) * b_panel
+                               + (len(wave) * out_tile if stores_cached else 0))
+        reads.append(float(miss))
+        counts.append(len(wave))
+    ends, done = [], 0
+    for rows in rows_per_stage:
+        done += rows * tiles_n
+        ends.append((done - 1) // cus)
+    return tuple(reads), tuple(counts), tuple(ends)
+
+
+def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
+                stores_cached: bool = True) -> GemmTiming:
+    """Waves and traffic of ``shape`` dispatched in ``stages`` row ranges on ``cus`` CUs
+    (default: all); ``stores_cached=False`` for T3's tracked stores, which bypass the L2."""
     cus = gpu.cus if cus is None else cus
     check_int_range("cus", cus, 1, gpu.cus)
-    return _gemm_timing(shape, gpu, kernel, cus)
+    check_int_range("stages", stages, 1, 1 << 16)
+    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages)
 
 
 @functools.lru_cache(maxsize=4096)
-def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int) -> GemmTiming:
+def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
+                 stores_cached: bool, stages: int) -> GemmTiming:
     e = kernel.bytes_per_element
     tiles_n = math.ceil(shape.n / kernel.tile_n)
     tiles = math.ceil(shape.m / kernel.tile_m) * tiles_n
-    waves = math.ceil(tiles / cus)
     flops_per_tile = 2 * kernel.tile_m * kernel.tile_n * shape.k
     cu_flops = gpu.clock_GHz * 1e9 * gpu.fp16_flops_per_cycle_per_cu * kernel.compute_efficiency
-    tile_compute_s = flops_per_tile / cu_flops
-    weights_bytes = shape.k * shape.n * e
-    weights_resident = weights_bytes <= gpu.l2_MB * 1e6 / 2
-    args = (tiles_n, kernel.tile_m * shape.k * e, kernel.tile_n * shape.k * e, kernel.tile_m * kernel.tile_n * e,
-            weights_resident, tile_compute_s, gpu.dram_bytes_per_s)
-    full_time, full_reads, full_dram = _wave(cus, *args)
-    last_tiles = tiles - (waves - 1) * cus
-    last_time, last_reads, last_dram = _wave(last_tiles, *args)
-    reads = (waves - 1) * full_reads + last_reads + (weights_bytes if weights_resident else 0)
-    return GemmTiming(time_s=(waves - 1) * full_time + last_time, compute_s=waves * tile_compute_s, waves=waves,
-                      tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m, cus=cus, dram_read_bytes=reads,
-                      dram_write_bytes=shape.m * shape.n * e, full_wave=(full_time, full_dram),
-                      last_wave=(last_time, last_dram))
-
-
-@functools.lru_cache(maxsize=4096)
-def _stage_segments(gemm: GemmTiming, rows_per_stage: tuple[int, ...]):
-    segments, first = [], 0
-    for last in gemm.stage_last_wave(list(rows_per_stage)):
-        if last >= first:
-            segments.append((*gemm.waves_span(first, last), last == gemm.waves - 1))
-            first = last + 1
-        else:
-            segments.append(None)
-    return tuple(segments)
+    reads, counts, ends = wave_traffic(shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6,
+                                       stores_cached=stores_cached, stages=stages)
+    return GemmTiming(shape=shape, cus=cus, tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m,
+                      tile_compute_s=flops_per_tile / cu_flops, out_tile_bytes=kernel.tile_m * kernel.tile_n * e,
+                      cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * shape.k * e,
+                      wave_reads=reads, wave_tiles=counts, stage_end_waves=ends, stores_cached=stores_cached)

@@ -37,6 +37,14 @@ class GpuConfig:
         Memory-controller clock: converts the RTL blocks' cycle counts to time.
     hbm_channels : int
         Independent memory channels, each with one tracker slice and near-memory reducer.
+    dram_latency_ns : float
+        Unloaded latency of an L2 miss as a CU sees it (request to data). With the requests a
+        kernel keeps in flight it sets the kernel's achievable bandwidth (Little's law); the
+        DRAM queue model adds the queueing delay on top.
+    dram_queue_entries : int
+        Depth of one channel's DRAM command queue, into which the arbiter grants requests.
+    dram_request_bytes : int
+        Bytes one DRAM request moves (a 64-byte access: two HBM2 32-byte bursts).
     """
 
     cus: int
@@ -47,6 +55,9 @@ class GpuConfig:
     hbm_efficiency: float
     mc_clock_GHz: float
     hbm_channels: int
+    dram_latency_ns: float = 400.0
+    dram_queue_entries: int = 64
+    dram_request_bytes: int = 64
 
     def __post_init__(self):
         check_int_range("cus", self.cus, 1, 10_000)
@@ -57,6 +68,9 @@ class GpuConfig:
         check_range("hbm_efficiency", self.hbm_efficiency, 0.05, 1.0)
         check_positive("mc_clock_GHz", self.mc_clock_GHz)
         check_int_range("hbm_channels", self.hbm_channels, 1, 1024)
+        check_range("dram_latency_ns", self.dram_latency_ns, 1, 1e5)
+        check_int_range("dram_queue_entries", self.dram_queue_entries, 2, 4096)
+        check_int_range("dram_request_bytes", self.dram_request_bytes, 8, 4096)
 
     @property
     def peak_fp16_flops(self) -> float:
@@ -66,6 +80,11 @@ class GpuConfig:
     def dram_bytes_per_s(self) -> float:
         """Achievable DRAM bandwidth."""
         return self.hbm_GBps * 1e9 * self.hbm_efficiency
+
+    @property
+    def channel_requests_per_cycle(self) -> float:
+        """Requests one channel serves per memory-controller cycle at its achievable bandwidth."""
+        return self.dram_bytes_per_s / self.hbm_channels / self.dram_request_bytes / (self.mc_clock_GHz * 1e9)
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,6 @@ Modelling choices (what the issue leaves open):
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -312,23 +311,10 @@ def op_time_s(op: LayerOp, cfg: StudyConfig) -> float:
 
 
 def gemm_alone_s(shape: GemmShape, cfg: StudyConfig) -> float:
-    """A GEMM alone on the GPU (all CUs, one stage), timed as the sublayer study times the
-    sequential scheme's GEMM, so that sliced and non-sliced GEMMs share one model.
-
-    Written against both versions of the GEMM model while it is being rewritten: with
-    ``schemes.gemm_alone_s`` (the DRAM channel model, wave by wave) when present; else with
-    ``gemm_timing(...).time_s`` (each wave the larger of its compute time and its DRAM
-    traffic over the achievable bandwidth).
-    """
-    gpu = cfg.system.gpu
-    if "stages" in inspect.signature(gemm_timing).parameters:
-        g = gemm_timing(shape, gpu, cfg.kernel, stages=1)
-    else:
-        g = gemm_timing(shape, gpu, cfg.kernel)
-    channel_model = getattr(_schemes, "gemm_alone_s", None)
-    if channel_model is not None:
-        return channel_model(cfg, g, nmc=False)
-    return g.time_s
+    """A GEMM alone on the GPU (all CUs, one stage), timed wave by wave through the DRAM
+    channel model as the sublayer study times the sequential scheme's GEMM, so that sliced
+    and non-sliced GEMMs share one model."""
+    return _schemes.gemm_alone_s(cfg, gemm_timing(shape, cfg.system.gpu, cfg.kernel, stages=1), nmc=False)
 
 
 @dataclass(frozen=True)

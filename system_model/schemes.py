@@ -1,19 +1,25 @@
 """The schemes compared for one sublayer: how its GEMM and all-reduce share the GPU.
 
-* ``sequential``: GEMM, then software ring RS, then AG.
-* ``ideal_overlap``: GEMM in parallel with an RS that costs only link time (the physical
-  upper bound), then AG.
-* ``ideal_rs_nmc``: GEMM, then an RS with near-memory reduction (no CU work), then AG.
-* ``t3``: track & trigger with near-memory reduction; compute and communication share
-  DRAM round-robin, so communication bursts slow the GEMM.
-* ``t3_mca``: the same with T3's memory-controller arbitration (compute first).
-* ``cu_sharing``: software fine-grained overlap that gives ``k`` CUs to communication
-  (reduction kernels), the paper's CU-sharing study.
+* ``sequential``: the GEMM, then RCCL's ring RS, then its AG (all CUs, nothing shared).
+* ``ideal_overlap``: the GEMM in parallel with an RS that costs only link time (the
+  physical upper bound), then the AG.
+* ``ideal_rs_nmc``: the GEMM, then T3's hardware RS (tracker, DMA, near-memory reduction:
+  no CUs, no flags), not overlapped, then the AG.
+* ``t3``: track & trigger with near-memory reduction, fused with the GEMM; compute and
+  communication share each DRAM channel through the round-robin arbiter.
+* ``t3_mca``: the same with T3-MCA (compute first, communication below a threshold set
+  from the GEMM's measured memory intensity, with a starvation limit).
+* ``cu_sharing``: software fine-grained overlap: RCCL's kernels on ``cu_sharing_cus`` CUs
+  taken from the GEMM, sharing the DRAM round-robin.
 
 The fused schemes follow the paper's protocol (Fig. 7): the GEMM is sliced into ``tp``
-stages, one chunk each, in the ring's staggered order. Stage 1 is written straight to the
-next GPU; a middle stage's chunk is forwarded (as an update) once both its local writes and
-the previous GPU's incoming updates are complete; the last stage stays local.
+stages, one chunk each, in the ring's staggered order. In T3, stage 1 is written straight
+to the next GPU; a middle stage's chunk is forwarded (as an update) once both its local
+writes and the previous GPU's incoming updates are complete; the last stage stays local.
+
+Every GEMM wave is timed by the DRAM channel model (:mod:`.dram_queue`), alone or with the
+communication that overlaps it, under the scheme's arbiter; the communication moves at
+what the channel serves it, capped by the link.
 """
 
 from __future__ import annotations
@@ -21,14 +27,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .block_timing import BlockTiming
-from .collectives import ring_all_gather, ring_reduce_scatter
-from .contention import ArbiterConfig, served_rates
-from .gemm import GemmKernelConfig, gemm_timing
+from .collectives import (
+    CollectiveKernelConfig,
+    ag_software_crossings,
+    hardware_reduce_scatter,
+    rs_nmc_crossings,
+    rs_software_crossings,
+    software_all_gather,
+    software_reduce_scatter,
+)
+from .dram_queue import TRACE_WINDOW, ArbiterConfig, WaveLoad, WaveResult, dynamic_threshold, simulate_wave
+from .gemm import GemmKernelConfig, GemmTiming, gemm_timing
 from .hardware import SystemConfig
 from .models import GemmShape, WorkloadConfig
-from .units import check_int_range, check_range
+from .units import check_int_range
 
-__all__ = ["StudyConfig", "SchemeResult", "SCHEMES", "evaluate"]
+__all__ = ["StudyConfig", "SchemeResult", "DramTrace", "SCHEMES", "evaluate"]
 
 SCHEMES = ("sequential", "ideal_overlap", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
 
@@ -40,11 +54,7 @@ class StudyConfig:
     Attributes
     ----------
     cu_sharing_cus : int
-        CUs given to communication in ``cu_sharing`` (8 of 80: a tenth of the GPU).
-    cu_stream_bytes_per_cycle : int
-        DRAM bytes a CU moves per cycle in a streaming kernel (one 64-byte line).
-    software_step_overhead_ns : float
-        Synchronisation per ring step of a software collective (0: favours the baselines).
+        CUs given to communication in ``cu_sharing`` (8 of 80, as in the paper's study).
     """
 
     system: SystemConfig
@@ -52,25 +62,46 @@ class StudyConfig:
     kernel: GemmKernelConfig = field(default_factory=GemmKernelConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     arbiter: ArbiterConfig = field(default_factory=ArbiterConfig)
+    collective: CollectiveKernelConfig = field(default_factory=CollectiveKernelConfig)
     cu_sharing_cus: int = 8
-    cu_stream_bytes_per_cycle: int = 64
-    software_step_overhead_ns: float = 0.0
 
     def __post_init__(self):
         check_int_range("cu_sharing_cus", self.cu_sharing_cus, 1, self.system.gpu.cus - 1)
-        check_int_range("cu_stream_bytes_per_cycle", self.cu_stream_bytes_per_cycle, 1, 4096)
-        check_range("software_step_overhead_ns", self.software_step_overhead_ns, 0, 1e9)
+
+
+@dataclass(frozen=True)
+class DramTrace:
+    """A representative stretch of one DRAM channel, scaled to the whole GPU.
+
+    ``t_s`` is the simulated time of the representative wave (see :mod:`.dram_queue`);
+    ``queue_occupancy`` the requests in the channel's queue; ``GBps`` the bandwidth per
+    stream ("gemm_reads", "gemm_writes", "dma_reads", "updates") over all channels.
+    """
+
+    t_s: tuple[float, ...]
+    queue_occupancy: tuple[float, ...]
+    GBps: dict[str, tuple[float, ...]]
+    threshold: int
 
 
 @dataclass
 class SchemeResult:
-    """Time (s), the GEMM's share of it, DRAM traffic (bytes) and a timeline of one scheme."""
+    """Time (s), the GEMM's share of it, DRAM traffic (bytes) and a timeline of one scheme.
+
+    ``slowdowns`` (overlapped schemes only): ``gemm`` = the GEMM's time in the scheme over
+    the GEMM alone on all CUs; ``collective`` = the collective's time in the scheme over the
+    same collective alone (for ``cu_sharing``: its transfers on ``k`` CUs beside the GEMM,
+    not its waits for GEMM stages, over RCCL's RS + AG with the GPU to itself; for T3: from
+    the first stage to the last update over the hardware RS alone).
+    """
 
     scheme: str
     time_s: float
     gemm_s: float
     traffic: dict[str, float]
     timeline: list[tuple[str, str, float, float]] = field(default_factory=list)  # (lane, label, start, end)
+    slowdowns: dict[str, float] = field(default_factory=dict)
+    trace: DramTrace | None = None
 
     @property
     def dram_bytes(self) -> float:
@@ -79,12 +110,75 @@ class SchemeResult:
 
 def _traffic(gemm_reads, gemm_writes, rs, ag) -> dict[str, float]:
     return {"gemm_reads": gemm_reads, "gemm_writes": gemm_writes, "rs_reads": rs[0], "rs_writes": rs[1],
-            "ag_reads": ag.read_bytes, "ag_writes": ag.write_bytes}
+            "ag_reads": ag[0], "ag_writes": ag[1]}
 
 
-def _stage_rows(m: int, stages: int) -> tuple[int, ...]:
-    base, extra = divmod(m, stages)
-    return tuple(base + (1 if i < extra else 0) for i in range(stages))
+class _Channel:
+    """Turns a GEMM wave and the communication beside it into one channel's :class:`WaveLoad`."""
+
+    def __init__(self, cfg: StudyConfig, gemm: GemmTiming):
+        self.cfg, self.gemm = cfg, gemm
+        gpu = cfg.system.gpu
+        self.hz = gpu.mc_clock_GHz * 1e9
+        self.per_request = gpu.hbm_channels * gpu.dram_request_bytes      # bytes of one request on every channel
+        self.prefetch = cfg.kernel.prefetch_bytes_per_cu(gemm.shape.k)
+
+    def requests_per_cycle(self, bytes_per_s: float) -> float:
+        return bytes_per_s / self.per_request / self.hz
+
+    def bytes_per_s(self, requests_per_cycle: float) -> float:
+        return requests_per_cycle * self.per_request * self.hz
+
+    def load(self, w: int, *, local_stores: bool, nmc: bool, update_Bps: float = 0.0, update_units: int = 2,
+             dma_Bps: float = 0.0, dma_burst_bytes: float = 0.0) -> WaveLoad:
+        gpu, g = self.cfg.system.gpu, self.gemm
+        tiles = g.wave_tiles[w]
+        return WaveLoad(
+            reads=g.wave_reads[w] / self.per_request,
+            stores=tiles * g.out_tile_bytes / self.per_request if local_stores else 0.0,
+            stores_nmc=nmc,
+            compute_cycles=g.tile_compute_s * self.hz,
+            outstanding=max(1, round(tiles * self.prefetch * g.l2_miss_ratio(w) / self.per_request)),
+            update_rate=self.requests_per_cycle(update_Bps), update_units=update_units,
+            dma_rate=self.requests_per_cycle(dma_Bps), dma_burst=max(1, round(dma_burst_bytes / self.per_request)),
+            service_rate=gpu.channel_requests_per_cycle,
+            latency_cycles=max(1, round(gpu.dram_latency_ns * gpu.mc_clock_GHz)),
+            queue_entries=gpu.dram_queue_entries)
+
+    def run(self, load: WaveLoad, policy: str, threshold: int) -> WaveResult:
+        return simulate_wave(load, policy, threshold=threshold,
+                             starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
+
+    def trace(self, result: WaveResult, threshold: int) -> DramTrace:
+        window_s = TRACE_WINDOW / self.hz
+        scale = self.per_request / window_s / 1e9
+        names = ("gemm_reads", "gemm_writes", "dma_reads", "updates")
+        return DramTrace(t_s=tuple(row[0] / self.hz for row in result.trace),
+                         queue_occupancy=tuple(float(row[1]) for row in result.trace),
+                         GBps={n: tuple(row[2 + i] * scale for row in result.trace) for i, n in enumerate(names)},
+                         threshold=threshold)
+
+
+def _stage_waves(gemm: GemmTiming) -> list[range]:
+    """The waves each stage ends (empty when it ends inside an earlier stage's last wave)."""
+    spans, first = [], 0
+    for last in gemm.stage_end_waves:
+        spans.append(range(first, last + 1))
+        first = max(first, last + 1)
+    return spans
+
+
+def gemm_alone_s(cfg: StudyConfig, gemm: GemmTiming, *, nmc: bool) -> float:
+    """The GEMM on its own: every wave through the channel model without communication."""
+    channel = _Channel(cfg, gemm)
+    return sum(channel.run(channel.load(w, local_stores=True, nmc=nmc), "alone", 1).cycles
+               for w in range(gemm.waves)) / channel.hz
+
+
+def _remaining_s(gemm: GemmTiming, waves: range, done: list) -> float:
+    """Compute time of the waves after ``waves`` (after the waves done so far if empty)."""
+    last = waves.stop if waves else sum(1 for _ in done)
+    return max(0, gemm.waves - last) * gemm.tile_compute_s
 
 
 def _advance(t: float, work_s: float, stretch: float, busy: list[tuple[float, float]]) -> float:
@@ -108,8 +202,8 @@ def _advance(t: float, work_s: float, stretch: float, busy: list[tuple[float, fl
 
 
 def _transfer_end(start: float, gemm_end: float, contended: float, alone: float) -> float:
-    """End of a chunk transfer started at ``start`` that runs at the contended rate while the
-    GEMM still runs (until ``gemm_end``) and at the link's own rate after."""
+    """End of a chunk transfer started at ``start`` that takes ``contended`` seconds while
+    the GEMM still runs (until ``gemm_end``) and ``alone`` seconds after."""
     overlap = gemm_end - start
     if overlap <= 0:
         return start + alone
@@ -118,125 +212,173 @@ def _transfer_end(start: float, gemm_end: float, contended: float, alone: float)
     return gemm_end + (1 - overlap / contended) * alone
 
 
-def _fused(cfg: StudyConfig, shape: GemmShape, tp: int, ag, *, policy: str, software: bool,
-           record: bool) -> SchemeResult:
-    """One GEMM kernel whose tiles run in stage order, overlapped with a ring RS (T3 in
-    hardware, or CU-sharing in software), simulated wave by wave."""
-    gpu, link, arbiter = cfg.system.gpu, cfg.system.link, cfg.arbiter
+def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *, policy: str,
+        record: bool) -> SchemeResult:
+    """T3: the staged GEMM with track & trigger, near-memory updates and the DRAM arbiter."""
+    gpu, link, block = cfg.system.gpu, cfg.system.link, cfg.block
     e = cfg.kernel.bytes_per_element
     chunk = shape.m * shape.n * e / tp
     latency = link.link_latency_ns * 1e-9
-    capacity = gpu.dram_bytes_per_s
+    tile_bytes = cfg.kernel.tile_m * cfg.kernel.tile_n * e
+    gemm = gemm_timing(shape, gpu, cfg.kernel, stages=tp, stores_cached=False)
+    channel = _Channel(cfg, gemm)
+    link_rate = min(link.ring_bytes_per_s, block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels))
+    trigger_s = block.trigger_to_link_s(gpu.mc_clock_GHz) + gpu.dram_latency_ns * 1e-9
+    stages = _stage_waves(gemm)
 
-    if software:
-        # The reduction kernel reads two operands and writes the sum; the DMA reads the chunk
-        # it sends and writes the one it receives: 5 channel crossings per chunk, moved by k CUs.
-        cus = gpu.cus - cfg.cu_sharing_cus
-        crossings = 5
-        comm_engine = cfg.cu_sharing_cus * cfg.cu_stream_bytes_per_cycle * gpu.clock_GHz * 1e9
-        trigger_s = cfg.software_step_overhead_ns * 1e-9
-        finish_s = 0.0
-    else:
-        # The DMA reads the chunk it forwards; the incoming update crosses the channel once.
-        cus = gpu.cus
-        crossings = 2
-        comm_engine = cfg.block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels) * crossings
-        trigger_s = cfg.block.trigger_to_link_s(gpu.mc_clock_GHz)
-        finish_s = cfg.block.reducer_write_s(gpu.mc_clock_GHz)
-    link_rate = min(link.ring_bytes_per_s, comm_engine / crossings)
-    comm_need = crossings * link_rate
-
-    gemm = gemm_timing(shape, gpu, cfg.kernel, cus=cus)
-    segments = gemm.stage_segments(_stage_rows(shape.m, tp))
-    _, comm_served = served_rates(policy, gemm.demand_bytes_per_s, comm_need, capacity, arbiter)
-    transfer_contended = chunk / min(link_rate, comm_served / crossings)
-    transfer_alone = chunk / link_rate
+    # The threshold, set from the GEMM's memory intensity in its first stage (alone).
+    first = stages[0][0] if stages[0] else 0
+    probe = channel.run(channel.load(first, local_stores=True, nmc=True), "alone", 1)
+    threshold = cfg.arbiter.threshold or dynamic_threshold(gpu.dram_queue_entries, probe.bank_utilisation)
 
     busy: list[tuple[float, float]] = []
     done: list[float] = []
     arrival: list[float] = []
-    timeline = [] if record else None
+    timeline = []
+    trace = None
+    alone_total = 0.0
     t = 0.0
-    gemm_left = gemm.time_s
-    stretch_full = stretch_last = None
-    for s, segment in enumerate(segments, start=1):
-        if segment is not None:  # else this stage finished inside an earlier wave
-            work, dram, includes_last = segment
-            # Full waves all have the same demand: compute the stretch once per kind.
-            stretch = stretch_last if includes_last else stretch_full
-            if stretch is None:
-                need = dram / work
-                served, _ = served_rates(policy, need, comm_need, capacity, arbiter)
-                stretch = need / served
-                if includes_last:
-                    stretch_last = stretch
-                else:
-                    stretch_full = stretch
-            t = _advance(t, work, stretch, busy)
-            gemm_left -= work
+    for s, waves in enumerate(stages, start=1):
+        local = s > 1                       # stage 1's stores go straight to the next GPU
+        dma = link_rate if 1 < s < tp else 0.0
+        rates = []
+        for w in waves:
+            alone = channel.run(channel.load(w, local_stores=local, nmc=True), "alone", threshold)
+            shared = channel.run(channel.load(w, local_stores=local, nmc=True, update_Bps=link_rate,
+                                              dma_Bps=dma, dma_burst_bytes=tile_bytes), policy, threshold)
+            alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
+            alone_total += alone_s
+            t = _advance(t, alone_s, shared_s / alone_s, busy)
+            # Each forwarded byte is one DMA read here and one update at the next GPU
+            # (and, by symmetry, one arriving here).
+            served = channel.bytes_per_s(shared.comm_served_per_cycle) / (2 if dma else 1)
+            rates.append(min(link_rate, served))
+            if record and trace is None and dma and w == waves[len(waves) // 2]:
+                trace = channel.trace(shared, threshold)
+        contended = chunk / (min(rates) if rates else link_rate)
+        alone_transfer = chunk / link_rate
         if s == 1:
-            # Stage 1's stores go straight to the next GPU as they are produced; the GEMM
-            # cannot run ahead of the link by more than its store buffers, so it waits.
-            t = max(t, _transfer_end(0.0, t, transfer_contended, transfer_alone))
+            # Stage 1's stores leave as they are produced: the GEMM cannot run ahead of the
+            # link by more than its store buffers, so it waits for the transfer.
+            t = max(t, contended)
             busy.append((0.0, t))
             arrival.append(t + latency)
-            if record:
-                timeline.append(("link", "step 1", 0.0, t + latency))
+            timeline.append(("link", "step 1", 0.0, t + latency))
         elif s < tp:
             fire = max(t, arrival[-1]) + trigger_s
-            end = _transfer_end(fire, t + gemm_left, transfer_contended, transfer_alone)
+            end = _transfer_end(fire, t + _remaining_s(gemm, waves, done), contended, alone_transfer)
             busy.append((fire, end))
             arrival.append(end + latency)
-            if record:
-                timeline.append(("link", f"step {s}", fire, arrival[-1]))
-        if record:
-            timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
+            timeline.append(("link", f"step {s}", fire, arrival[-1]))
+        timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
         done.append(t)
-    rs_done = max(done[-1], arrival[-1]) + finish_s
-    if record:
-        timeline.append(("AG", "all-gather", rs_done, rs_done + ag.time_s))
+    rs_done = max(done[-1], arrival[-1]) + block.reducer_write_s(gpu.mc_clock_GHz)
+    timeline.append(("AG", "all-gather", rs_done, rs_done + ag_s))
 
-    writes = gemm.dram_write_bytes
-    if software:
-        traffic = _traffic(gemm.dram_read_bytes, writes, (3 * (tp - 1) * chunk, 2 * (tp - 1) * chunk), ag)
-    else:
-        # Stage 1 is written at the next GPU; by symmetry this GPU receives tp - 1 chunks as
-        # updates and forwards tp - 2 of them with DMA reads.
-        traffic = _traffic(gemm.dram_read_bytes, writes - chunk, ((tp - 2) * chunk, (tp - 1) * chunk), ag)
-    scheme = "cu_sharing" if software else ("t3_mca" if policy == "mca" else "t3")
-    return SchemeResult(scheme, rs_done + ag.time_s, done[-1], traffic, timeline or [])
+    rs_alone = (tp - 1) * (chunk / link_rate + trigger_s + latency)
+    traffic = _traffic(gemm.dram_read_bytes, (tp - 1) * chunk, ((tp - 2) * chunk, (tp - 1) * chunk), ag_traffic)
+    base_alone = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
+    return SchemeResult("t3_mca" if policy == "mca" else "t3", rs_done + ag_s, done[-1], traffic,
+                        timeline if record else [],
+                        slowdowns={"gemm": done[-1] / base_alone, "collective": rs_done / rs_alone},
+                        trace=trace)
+
+
+def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) -> SchemeResult:
+    """Software fine-grained overlap: the staged GEMM on ``cus - k`` CUs, RCCL's ring RS and
+    AG on ``k`` CUs, sharing each DRAM channel round-robin."""
+    gpu, link, coll = cfg.system.gpu, cfg.system.link, cfg.collective
+    k = cfg.cu_sharing_cus
+    e = cfg.kernel.bytes_per_element
+    total = shape.m * shape.n * e
+    chunk = total / tp
+    latency = link.link_latency_ns * 1e-9
+    gemm = gemm_timing(shape, gpu, cfg.kernel, stages=tp, cus=gpu.cus - k)
+    channel = _Channel(cfg, gemm)
+    rs_alone = software_reduce_scatter(total, tp, link, gpu, coll, channels=k)
+    ag = software_all_gather(total, tp, link, gpu, coll, channels=k)
+    stages = _stage_waves(gemm)
+
+    busy: list[tuple[float, float]] = []
+    done: list[float] = []
+    arrival: list[float] = []
+    timeline = []
+    t = 0.0
+    contended = chunk / rs_alone.rate_Bps
+    for s, waves in enumerate(stages, start=1):
+        rates = []
+        for w in waves:
+            alone = channel.run(channel.load(w, local_stores=True, nmc=False), "alone", 1)
+            # A step reads the FIFO and the local partial (2 per byte) and receives 1 write.
+            shared = channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=rs_alone.rate_Bps,
+                                              update_units=1, dma_Bps=2 * rs_alone.rate_Bps), "round_robin", 1)
+            alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
+            t = _advance(t, alone_s, shared_s / alone_s, busy if s > 1 else [])
+            # The collective's CUs see the loaded latency (Little's law) and the served share.
+            loaded = shared.mean_read_latency_cycles / channel.hz
+            cus_rate = coll.cu_bytes_per_s(k, loaded)
+            rates.append(min(rs_alone.rate_Bps, cus_rate, channel.bytes_per_s(shared.comm_served_per_cycle) / 3))
+        if rates:
+            contended = chunk / min(rates)
+        if s < tp:
+            fire = max(t, arrival[-1] if arrival else 0.0) + rs_alone.overhead_s
+            end = _transfer_end(fire, t + _remaining_s(gemm, waves, done), contended, chunk / rs_alone.rate_Bps)
+            busy.append((fire, end))
+            arrival.append(end + latency)
+            timeline.append(("link", f"step {s}", fire, arrival[-1]))
+        timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
+        done.append(t)
+    # recvReduceCopy of the last chunk, then the AG on the same k CUs.
+    last_s = rs_alone.overhead_s + chunk / rs_alone.rate_Bps
+    rs_done = max(done[-1], arrival[-1]) + last_s
+    timeline.append(("AG", "all-gather", rs_done, rs_done + ag.time_s))
+    base = software_reduce_scatter(total, tp, link, gpu, coll)
+    ag_full = software_all_gather(total, tp, link, gpu, coll)
+    traffic = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (base.read_bytes, base.write_bytes),
+                       (ag.read_bytes, ag.write_bytes))
+    gemm_full = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
+    # The collective's own time: its transfers, not its waits for GEMM stages.
+    collective_s = sum(end - start for start, end in busy) + last_s + ag.time_s
+    return SchemeResult("cu_sharing", rs_done + ag.time_s, done[-1], traffic, timeline if record else [],
+                        slowdowns={"gemm": done[-1] / gemm_full,
+                                   "collective": collective_s / (base.time_s + ag_full.time_s)})
 
 
 def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, timeline: bool = True) -> dict[str, SchemeResult]:
     """Every scheme of :data:`SCHEMES` for one sublayer GEMM under tensor parallelism ``tp``.
 
-    ``timeline=False`` skips recording the Gantt segments (sweeps do not plot them).
+    ``timeline=False`` skips recording the Gantt segments and traces (sweeps do not plot them).
     """
-    gpu, link = cfg.system.gpu, cfg.system.link
+    check_int_range("tp", tp, 2, 1 << 16)
+    gpu, link, coll = cfg.system.gpu, cfg.system.link, cfg.collective
     e = cfg.kernel.bytes_per_element
     total = shape.m * shape.n * e
     chunk = total / tp
-    gemm = gemm_timing(shape, gpu, cfg.kernel)
-    overhead = cfg.software_step_overhead_ns * 1e-9
-    rs_sw = ring_reduce_scatter(total, tp, link, gpu, nmc=False, step_overhead_s=overhead)
-    nmc_rate = cfg.block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels)
-    rs_nmc = ring_reduce_scatter(total, tp, link, gpu, nmc=True, update_bytes_per_s=nmc_rate)
-    ag = ring_all_gather(total, tp, link, gpu, step_overhead_s=overhead)
+    gemm = gemm_timing(shape, gpu, cfg.kernel, stages=tp)
+    g = gemm_alone_s(cfg, gemm, nmc=False)
+    rs_sw = software_reduce_scatter(total, tp, link, gpu, coll)
+    ag = software_all_gather(total, tp, link, gpu, coll)
+    rs_nmc = hardware_reduce_scatter(total, tp, link, gpu,
+                                     trigger_to_link_s=cfg.block.trigger_to_link_s(gpu.mc_clock_GHz),
+                                     reducer_bytes_per_s=cfg.block.reducer_bytes_per_s(gpu.mc_clock_GHz,
+                                                                                        gpu.hbm_channels),
+                                     tile_bytes=cfg.kernel.tile_m * cfg.kernel.tile_n * e)
     rs_link_only = (tp - 1) * (link.link_latency_ns * 1e-9 + chunk / link.ring_bytes_per_s)
-
-    software_traffic = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes,
-                                (rs_sw.read_bytes, rs_sw.write_bytes), ag)
-    nmc_traffic = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes - chunk,
-                           ((tp - 2) * chunk, (tp - 1) * chunk), ag)
-    g, r, a = gemm.time_s, rs_sw.time_s, ag.time_s
-    results = {
-        "sequential": SchemeResult("sequential", g + r + a, g, software_traffic,
+    ag_traffic = (ag.read_bytes, ag.write_bytes)
+    software = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (rs_sw.read_bytes, rs_sw.write_bytes),
+                        ag_traffic)
+    nmc = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (rs_nmc.read_bytes, rs_nmc.write_bytes), ag_traffic)
+    r, a = rs_sw.time_s, ag.time_s
+    return {
+        "sequential": SchemeResult("sequential", g + r + a, g, software,
                                    [("GEMM", "GEMM", 0, g), ("link", "RS", g, g + r),
                                     ("AG", "all-gather", g + r, g + r + a)] if timeline else []),
-        "ideal_overlap": SchemeResult("ideal_overlap", max(g, rs_link_only) + a, g, software_traffic),
-        "ideal_rs_nmc": SchemeResult("ideal_rs_nmc", g + rs_nmc.time_s + a, g, nmc_traffic),
-        "t3": _fused(cfg, shape, tp, ag, policy="round_robin", software=False, record=timeline),
-        "t3_mca": _fused(cfg, shape, tp, ag, policy="mca", software=False, record=timeline),
-        "cu_sharing": _fused(cfg, shape, tp, ag, policy="round_robin", software=True, record=timeline),
+        "ideal_overlap": SchemeResult("ideal_overlap", max(g, rs_link_only) + a, g, software),
+        "ideal_rs_nmc": SchemeResult("ideal_rs_nmc", g + rs_nmc.time_s + a, g, nmc),
+        "t3": _t3(cfg, shape, tp, a, ag_traffic, policy="round_robin", record=timeline),
+        "t3_mca": _t3(cfg, shape, tp, a, ag_traffic, policy="mca", record=timeline),
+        "cu_sharing": _cu_sharing(cfg, shape, tp, record=timeline),
     }
-    return results
+
+
+__all__ += ["gemm_alone_s", "rs_nmc_crossings", "rs_software_crossings", "ag_software_crossings"]

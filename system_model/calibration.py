@@ -1,0 +1,100 @@
+"""The calibration table: every value the model assumes rather than derives, with its source.
+
+Each :class:`Calibrated` names a field of :class:`~system_model.schemes.StudyConfig` by a
+dotted path (``system.gpu.hbm_efficiency``), says where its value comes from, and is what
+``python -m system_model sensitivity`` moves by ±25%. Nothing here is fitted to a paper
+figure: a value is either a datasheet/source number or an assumption stated as one.
+
+:func:`value_of` reads a path; :func:`with_value` returns a copy of a configuration with
+one path changed (the dataclasses are frozen, so every level is rebuilt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass, replace
+
+__all__ = ["Calibrated", "CALIBRATION", "value_of", "with_value", "calibrated"]
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """One calibrated value.
+
+    Attributes
+    ----------
+    path : str
+        Dotted path of the field in a ``StudyConfig`` (``kernel.compute_efficiency``).
+    unit : str
+        Its unit ("" for a ratio or a count).
+    source : str
+        Where the value comes from: a datasheet, a library's default, or "assumed: <why>".
+    integer : bool
+        Whether the field is an integer (a ±25% move is rounded, and kept at least 1).
+    """
+
+    path: str
+    unit: str
+    source: str
+    integer: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+
+#: The table. Order is the order of the README's table and of the sensitivity report.
+CALIBRATION: tuple[Calibrated, ...] = (
+    Calibrated("system.gpu.fp16_flops_per_cycle_per_cu", "flop/cycle",
+               "CDNA2 matrix cores: MI210 181 TFLOPS = 104 CU x 1.7 GHz x 1024", integer=True),
+    Calibrated("system.gpu.hbm_efficiency", "",
+               "assumed: typical achieved fraction of HBM2 peak for streaming traffic"),
+    Calibrated("system.gpu.dram_latency_ns", "ns",
+               "assumed: unloaded L2-miss latency seen by a CU; GPU microbenchmarks "
+               "(Jia et al. 2018, Volta; Chips and Cheese, CDNA2) report 300-600 ns"),
+    Calibrated("system.gpu.dram_queue_entries", "requests",
+               "assumed: per-channel DRAM command queue depth of a GPU memory controller", integer=True),
+    Calibrated("kernel.compute_efficiency", "",
+               "assumed: tuned fp16 GEMMs reach ~80% of matrix-core peak"),
+    Calibrated("kernel.k_tile", "elements",
+               "rocBLAS/Tensile fp16 macro tile depth (DepthU) of 32", integer=True),
+    Calibrated("kernel.prefetch_stages", "",
+               "double-buffered global-to-LDS prefetch (Tensile PrefetchGlobalRead)", integer=True),
+    Calibrated("collective.channels", "CUs",
+               "assumed: RCCL ring channels (one workgroup, one CU each) of the baseline collective", integer=True),
+    Calibrated("collective.threads_per_channel", "threads",
+               "RCCL: 256 threads per channel workgroup on CDNA", integer=True),
+    Calibrated("collective.unroll", "",
+               "NCCL/RCCL COLL_UNROLL: 16-byte loads in flight per thread and source", integer=True),
+    Calibrated("arbiter.starvation_limit_cycles", "cycles",
+               "assumed: T3-MCA starvation limit (the RTL's reset default range)", integer=True),
+    Calibrated("cu_sharing_cus", "CUs",
+               "the paper's CU-sharing study: 8 of 80 CUs (16 is reported beside it)", integer=True),
+)
+
+
+def calibrated(path: str) -> Calibrated:
+    for entry in CALIBRATION:
+        if entry.path == path:
+            return entry
+    raise ValueError(f"path must be one of {', '.join(c.path for c in CALIBRATION)}, not {path!r}")
+
+
+def value_of(cfg, path: str):
+    """The value at a dotted ``path`` of ``cfg``."""
+    obj = cfg
+    for part in path.split("."):
+        if not is_dataclass(obj) or part not in {f.name for f in fields(obj)}:
+            raise ValueError(f"path must name a configuration field, not {path!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def with_value(cfg, path: str, value):
+    """A copy of ``cfg`` with the field at ``path`` set to ``value`` (validated by the
+    dataclasses' own checks)."""
+    head, _, rest = path.partition(".")
+    if not is_dataclass(cfg) or head not in {f.name for f in fields(cfg)}:
+        raise ValueError(f"path must name a configuration field, not {path!r}")
+    if not rest:
+        return replace(cfg, **{head: value})
+    return replace(cfg, **{head: with_value(getattr(cfg, head), rest, value)})

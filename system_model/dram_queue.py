@@ -1,0 +1,322 @@
+"""One DRAM channel under a GEMM wave and T3's communication, cycle by cycle.
+
+Why a queue and not shared average bandwidth: T3's communication (DMA reads of finished
+tiles, incoming updates) is a fraction of a channel's bandwidth on average, yet it arrives
+in bursts, and requests that sit in the DRAM command queue delay the GEMM's requests behind
+them even when the channel is not saturated on average. Whether the GEMM notices depends on
+how many requests it keeps in flight (Little's law), and that is what T3-MCA's
+arbitration changes. A fluid model of average shares cannot see any of this.
+
+The channel (time unit: one memory-controller cycle):
+
+* **Arbiter**: every cycle it grants at most one request into the DRAM command queue,
+  decided by :class:`tb.arbiter.model.MemoryArbiterModel`, the golden model of the
+  verified ``rtl.arbiter.MemoryArbiter`` (round-robin, or T3-MCA: compute first,
+  communication only below the queue threshold or when it has waited the starvation
+  limit). The rules are not re-written here; ``grant.ready`` is "the queue has room".
+* **Queue and banks**: a FIFO of ``dram_queue_entries`` requests, served at the channel's
+  achievable rate (``GpuConfig.channel_requests_per_cycle``). A plain request takes one
+  unit of service; a near-memory update takes two, its bank's internal read and write.
+  A read's data returns ``dram_latency_ns`` after it leaves the queue.
+* **GEMM (compute class)**: a closed loop. It needs ``reads`` requests over
+  ``compute_cycles`` of matrix work, consumes data in order, and keeps at most
+  ``outstanding`` requests in flight (its CUs' prefetch buffers). So a wave starts with a
+  burst (the prefetch fill), then streams at the compute pace, and stalls whenever data is
+  late. Its stores are either written back from the L2 spread over the wave (baseline:
+  write-allocate), or, in T3, issued as the tile's epilogue burst, uncached, as
+  near-memory updates.
+* **Communication**: incoming updates at the link rate (near-memory updates) and DMA reads
+  in bursts of one tile's share of this channel, one burst per tile the link forwards.
+
+:func:`simulate_wave` runs a few identical waves back to back (the stores of one drain
+into the next, as they do on the GPU) and reports the steady-state wave. A wave longer
+than :data:`MAX_WAVE_CYCLES` is simulated at a reduced length with every rate kept (the
+representative wave): the reads, stores, compute cycles and communication per wave scale
+together, the queue depth, outstanding limit and latency do not, and the wave's pipeline
+fill (one latency) is added back unscaled. Results are cached on
+:class:`WaveLoad` (rounded) and the policy: that is the cache key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
+
+from .units import check_int_range, check_range
+
+__all__ = ["ArbiterConfig", "WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES",
+           "dynamic_threshold"]
+
+#: Longest wave simulated cycle by cycle; longer ones are scaled down (see the module doc).
+MAX_WAVE_CYCLES = 1000
+#: Waves simulated back to back; the first warms the queue up and is not measured.
+WAVES = 2
+#: Cycles per window of the recorded trace.
+TRACE_WINDOW = 50
+
+POLICIES = {"alone": None, "round_robin": ROUND_ROBIN, "mca": MCA}
+
+
+@dataclass(frozen=True)
+class ArbiterConfig:
+    """T3-MCA's parameters (``rtl.arbiter.MemoryArbiter``'s inputs).
+
+    Attributes
+    ----------
+    starvation_limit_cycles : int
+        Longest wait of a communication request at the head of its queue.
+    threshold : int or None
+        Queue occupancy below which communication may issue; None: set dynamically per
+        GEMM from its memory intensity in the first stage (:func:`dynamic_threshold`).
+    """
+
+    starvation_limit_cycles: int = 8
+    threshold: int | None = None
+
+    def __post_init__(self):
+        check_int_range("starvation_limit_cycles", self.starvation_limit_cycles, 1, 1 << 16)
+        if self.threshold is not None:
+            check_int_range("threshold", self.threshold, 1, 4096)
+
+
+def dynamic_threshold(queue_entries: int, gemm_bank_utilisation: float) -> int:
+    """T3-MCA's threshold from the GEMM's memory intensity, measured in its first stage.
+
+    Our reading of the paper's dynamic threshold: the more of the channel the GEMM uses on
+    its own, the less queue room communication may take before compute is served, so the
+    threshold is the share of the queue the GEMM leaves free (at least one entry).
+    """
+    check_range("gemm_bank_utilisation", gemm_bank_utilisation, 0.0, 1.0)
+    return max(1, math.floor(queue_entries * (1.0 - gemm_bank_utilisation)))
+
+
+@dataclass(frozen=True)
+class WaveLoad:
+    """What one channel sees during one GEMM wave, in requests and memory-controller cycles.
+
+    Attributes
+    ----------
+    reads : float
+        GEMM read requests of the wave (after the L2).
+    stores : float
+        GEMM store requests of the wave that reach this channel.
+    stores_nmc : bool
+        True: the stores are T3's tracked stores, issued at the end of the wave as
+        near-memory updates (two units each); False: write-backs spread over the wave.
+    compute_cycles : float
+        The wave's matrix work in memory-controller cycles (the wave cannot be shorter).
+    outstanding : int
+        GEMM requests this channel can have in flight (the CUs' prefetch, per channel).
+    update_rate : float
+        Incoming writes per cycle (0 when no communication overlaps).
+    update_units : int
+        Service units of an incoming write: 2 for a near-memory update (its bank's read
+        and write), 1 for a plain write (a software collective's FIFO).
+    dma_rate : float
+        DMA read requests per cycle.
+    dma_burst : int
+        DMA read requests per tile trigger (a tile's share of this channel); 1 for a
+        software collective's loads.
+    service_rate : float
+        Units of service the channel completes per cycle.
+    latency_cycles : int
+        Unloaded latency of a read after it leaves the queue.
+    queue_entries : int
+        Depth of the DRAM command queue.
+    """
+
+    reads: float
+    stores: float
+    stores_nmc: bool
+    compute_cycles: float
+    outstanding: int
+    update_rate: float
+    update_units: int
+    dma_rate: float
+    dma_burst: int
+    service_rate: float
+    latency_cycles: int
+    queue_entries: int
+
+    @property
+    def scale(self) -> float:
+        """Simulated length / real length of the representative wave."""
+        longest = max(self.compute_cycles, (self.reads + self.stores) / self.service_rate, 1.0)
+        return min(1.0, MAX_WAVE_CYCLES / longest)
+
+    def representative(self) -> WaveLoad:
+        """The wave simulated, and the cache key.
+
+        Compute cycles are scaled by :attr:`scale` and rounded to whole cycles; reads and
+        stores are scaled too and rounded to steps of 1% of what the channel can serve in
+        the simulated wave; the outstanding limit to two significant digits; the arrival
+        rates to 1% of the service rate. Waves of the same rates and limits share a key,
+        however long they are, so a sweep reuses most of its simulations.
+        """
+        scale = self.scale
+        compute = max(1, round(self.compute_cycles * scale))
+        step = max(1.0, 0.01 * self.service_rate * max(compute, MAX_WAVE_CYCLES * 0.5))
+        rate_step = 0.01 * self.service_rate
+
+        def steps(x: float, size: float) -> float:
+            return round(round(x / size) * size, 9)
+        return WaveLoad(steps(self.reads * scale, step), steps(self.stores * scale, step), self.stores_nmc,
+                        compute, max(1, round(float(f"{self.outstanding:.2g}"))),
+                        steps(self.update_rate, rate_step), self.update_units, steps(self.dma_rate, rate_step),
+                        self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries)
+
+
+@dataclass(frozen=True)
+class WaveResult:
+    """Steady-state wave of :func:`simulate_wave`, scaled back to the real wave.
+
+    Attributes
+    ----------
+    cycles : float
+        Wave duration (from its first request to its last data consumed).
+    comm_served_per_cycle : float
+        Communication requests (updates and DMA reads) the channel took per cycle.
+    bank_utilisation : float
+        Fraction of the channel's service spent on the GEMM.
+    mean_read_latency_cycles : float
+        Mean GEMM read latency, queueing included.
+    trace : tuple
+        Per window of :data:`TRACE_WINDOW` cycles over the measured waves (simulated time):
+        ``(cycle, queue_occupancy, gemm_reads, gemm_writes, dma_reads, updates)``, the last
+        four in requests served in the window.
+    scale : float
+        Simulated length / real length of the wave (1 when not scaled).
+    """
+
+    cycles: float
+    comm_served_per_cycle: float
+    bank_utilisation: float
+    mean_read_latency_cycles: float
+    trace: tuple
+    scale: float
+
+
+def simulate_wave(load: WaveLoad, policy: str, *, threshold: int, starvation_limit: int) -> WaveResult:
+    """The steady-state wave under ``policy`` ("alone": no communication; "round_robin";
+    "mca")."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    if policy == "alone":
+        load = WaveLoad(**{**load.__dict__, "update_rate": 0.0, "dma_rate": 0.0})
+    scale = load.scale
+    if policy != "mca":        # only T3-MCA reads the threshold and the starvation limit
+        threshold = starvation_limit = 1
+    sim = _simulate(load.representative(), policy, threshold, starvation_limit)
+    # A wave's pipeline fill (one latency) does not shrink with the representative wave.
+    cycles = load.latency_cycles + max(sim.cycles - load.latency_cycles, 0.0) / scale
+    return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle,
+                      bank_utilisation=sim.bank_utilisation, mean_read_latency_cycles=sim.mean_read_latency_cycles,
+                      trace=sim.trace, scale=scale)
+
+
+@functools.lru_cache(maxsize=8192)
+def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int) -> WaveResult:
+    reads, stores, compute = max(1, round(load.reads)), round(load.stores), load.compute_cycles
+    mode = POLICIES[policy] if policy != "alone" else MCA
+    arbiter = MemoryArbiterModel(wait_width=16)
+    store_units = 2 if load.stores_nmc else 1
+    mu, depth, latency, out_cap = load.service_rate, load.queue_entries, load.latency_cycles, load.outstanding
+
+    queue: deque = deque()          # (kind, units, granted cycle); kinds: 0 read, 1 store, 2 dma, 3 update
+    returns: deque = deque()        # cycles at which GEMM reads' data arrive, in order
+    credit = 0.0
+    comm_pending: deque = deque()   # kinds 2 / 3 waiting at the arbiter
+    update_acc = dma_acc = 0.0
+    stores_pending = 0
+    trace, window = [], [0, 0, 0, 0, 0]
+    occupancy_sum = 0
+    comm_served = gemm_units = 0
+    latency_sum = latency_n = 0
+    wave_starts, wave_ends = [], []
+    t = 0
+    for wave in range(WAVES):
+        issued = arrived = 0
+        progress = 0.0               # matrix work done, in cycles
+        wave_starts.append(t)
+        store_acc = 0.0
+        measured = wave > 0
+        while progress < compute or arrived < reads:
+            # Communication arrivals.
+            if load.update_rate:
+                update_acc += load.update_rate
+                while update_acc >= 1.0:
+                    update_acc -= 1.0
+                    comm_pending.append(3)
+            if load.dma_rate:
+                dma_acc += load.dma_rate / load.dma_burst
+                while dma_acc >= 1.0:
+                    dma_acc -= 1.0
+                    comm_pending.extend([2] * load.dma_burst)
+            if not load.stores_nmc and stores:
+                store_acc += stores / compute
+                while store_acc >= 1.0:
+                    store_acc -= 1.0
+                    stores_pending += 1
+            # The GEMM may issue a read while it keeps under its in-flight cap and its
+            # prefetch distance; a store (write-back or epilogue) otherwise.
+            wants_read = (issued < reads and issued - arrived < out_cap
+                          and issued < progress / compute * reads + out_cap)
+            compute_valid = wants_read or stores_pending > 0
+            comm_valid = bool(comm_pending)
+            level = len(queue)
+            winner = arbiter.decide(compute_valid=compute_valid, comm_valid=comm_valid, queue_level=level,
+                                    threshold=threshold, starvation_limit=starvation_limit, mode=mode)
+            ready = level < depth
+            arbiter.step(winner=winner, comm_valid=comm_valid, grant_ready=ready)
+            if ready and winner == COMPUTE:
+                if wants_read:
+                    queue.append((0, 1, t))
+                    issued += 1
+                else:
+                    queue.append((1, store_units, t))
+                    stores_pending -= 1
+            elif ready and winner == COMM:
+                kind = comm_pending.popleft()
+                queue.append((kind, load.update_units if kind == 3 else 1, t))
+            # The banks serve the queue in order.
+            credit += mu
+            while queue and credit >= queue[0][1]:
+                kind, units, granted = queue.popleft()
+                credit -= units
+                if kind == 0:
+                    returns.append(t + latency)
+                    if measured:
+                        latency_sum += t + latency - granted
+                        latency_n += 1
+                if measured:
+                    window[1 + kind] += 1
+                    if kind >= 2:
+                        comm_served += 1
+                    else:
+                        gemm_units += units
+            if not queue:
+                credit = min(credit, mu)
+            while returns and returns[0] <= t:
+                returns.popleft()
+                arrived += 1
+            # Matrix work proceeds while the data it needs next has arrived.
+            if progress < compute and arrived >= min(reads, math.ceil((progress + 1) / compute * reads)):
+                progress += 1
+                if progress >= compute and load.stores_nmc:
+                    stores_pending += stores       # the epilogue: the tile's output, uncached
+            if measured:
+                occupancy_sum += len(queue)
+                if (t - wave_starts[1]) % TRACE_WINDOW == TRACE_WINDOW - 1:
+                    trace.append((t - wave_starts[1], len(queue), *window[1:]))
+                    window = [0, 0, 0, 0, 0]
+            t += 1
+        wave_ends.append(t)
+    measured_cycles = t - wave_starts[1]
+    return WaveResult(cycles=measured_cycles / (WAVES - 1), comm_served_per_cycle=comm_served / measured_cycles,
+                      bank_utilisation=min(1.0, gemm_units / (mu * measured_cycles)),
+                      mean_read_latency_cycles=latency_sum / latency_n if latency_n else float(latency),
+                      trace=tuple(trace), scale=1.0)
