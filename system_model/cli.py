@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import build_config
+from . import build_config, dram_queue
 from .hardware import PRESETS
 from .models import MODELS, PHASES
-from .report import format_table, write_outputs
+from .report import cu_sharing_study, format_cu_sharing, format_table, write_outputs
 from .schemes import SCHEMES
 from .study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
 
@@ -122,13 +122,25 @@ def _points(args):
 
 
 def _report(args) -> int:
+    from .layer import layer_study, layer_table
+
     cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
     results = run_study(cfg, _points(args))
     summaries = {n: s for n in [*HEADLINE_SETS, "all"] if (s := summarise(results, n))}
+    phases = list(PHASES) if args.phase == "all" else [args.phase]
+    layers = layer_study(cfg, args.models, args.tp, phases)
+    cu_sharing = cu_sharing_study(cfg, results)
     print(f"preset {cfg.system.name}: {cfg.system.source}")
     print(f"block timing: {cfg.block.source}")
     print(format_table(results, summaries))
-    for path in write_outputs(results, cfg, args.out, plots=not args.no_plots):
+    print()
+    print(format_cu_sharing(cu_sharing))
+    if layers:
+        print()
+        print("End to end, one Transformer layer:")
+        print(layer_table(layers))
+    for path in write_outputs(results, cfg, args.out, plots=not args.no_plots, layers=layers,
+                              cu_sharing=cu_sharing):
         print(f"wrote {path}")
     return 0
 
@@ -202,7 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["report", *argv]
     try:
         args = _parser().parse_args(argv)
-        return _COMMANDS[args.command](args)
+        loaded = dram_queue.load_cache()
+        status = _COMMANDS[args.command](args)
+        stored = dram_queue.save_cache()
+        print(f"representative DRAM waves: {loaded} loaded from and {stored} stored in {dram_queue.CACHE_FILE}"
+              if stored else "representative DRAM waves: not stored (cache folder not writable)", file=sys.stderr)
+        return status
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     except (ValueError, TypeError, FileNotFoundError, KeyError) as error:

@@ -32,29 +32,39 @@ The channel (time unit: one memory-controller cycle):
 into the next, as they do on the GPU) and reports the steady-state wave. A wave longer
 than :data:`MAX_WAVE_CYCLES` is simulated at a reduced length with every rate kept (the
 representative wave): the reads, stores, compute cycles and communication per wave scale
-together, the queue depth, outstanding limit and latency do not, and the wave's pipeline
-fill (one latency) is added back unscaled. Results are cached on
-:class:`WaveLoad` (rounded) and the policy: that is the cache key.
+together, the queue depth, outstanding limit and latency do not, and the wave's exposed
+pipeline fill (at most one latency) is added back unscaled.
+
+The cache key is :meth:`WaveLoad.representative` (the scaled, rounded wave: reads, stores,
+compute cycles, outstanding limit, arrival rates, store kind, service rate, latency,
+queue depth) with the policy, the threshold and the starvation limit (the last two only
+for T3-MCA). Waves of the same rates share a key whatever their length, so a sweep over
+links and HBM reuses most simulations. :func:`save_cache` keeps the simulated waves in
+``build/model_cache/`` (not in git), tagged with a hash of this module and of the golden
+arbiter model, so that a changed model never reads stale results.
 """
 
 from __future__ import annotations
 
-import functools
 import math
+import pickle
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
 from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 
 from .units import check_int_range, check_range
 
 __all__ = ["ArbiterConfig", "WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES",
-           "dynamic_threshold"]
+           "dynamic_threshold", "load_cache", "save_cache", "CACHE_FILE"]
 
 #: Longest wave simulated cycle by cycle; longer ones are scaled down (see the module doc).
 MAX_WAVE_CYCLES = 1000
 #: Waves simulated back to back; the first warms the queue up and is not measured.
 WAVES = 2
+#: A wave longer than this many times its own length is cut off as starved.
+STARVATION_CAP = 20
 #: Cycles per window of the recorded trace.
 TRACE_WINDOW = 50
 
@@ -154,13 +164,13 @@ class WaveLoad:
         Compute cycles are scaled by :attr:`scale` and rounded to whole cycles; reads and
         stores are scaled too and rounded to steps of 1% of what the channel can serve in
         the simulated wave; the outstanding limit to two significant digits; the arrival
-        rates to 1% of the service rate. Waves of the same rates and limits share a key,
+        rates to 0.5% of the service rate. Waves of the same rates and limits share a key,
         however long they are, so a sweep reuses most of its simulations.
         """
         scale = self.scale
         compute = max(1, round(self.compute_cycles * scale))
         step = max(1.0, 0.01 * self.service_rate * max(compute, MAX_WAVE_CYCLES * 0.5))
-        rate_step = 0.01 * self.service_rate
+        rate_step = 0.005 * self.service_rate
 
         def steps(x: float, size: float) -> float:
             return round(round(x / size) * size, 9)
@@ -179,7 +189,16 @@ class WaveResult:
     cycles : float
         Wave duration (from its first request to its last data consumed).
     comm_served_per_cycle : float
-        Communication requests (updates and DMA reads) the channel took per cycle.
+        Communication requests (updates and DMA reads) the channel sustained per cycle:
+        the rate offered, less what the flow-controlled buffers refused and what piled up
+        in the measured wave.
+    starved : bool
+        The GEMM was starved: it did not finish within :data:`STARVATION_CAP` times its
+        own length and its wave was extrapolated from its progress. The verified T3-MCA
+        arbiter does this when the channel frees a queue slot less often than every
+        ``starvation_limit`` cycles while communication is backlogged: the communication
+        request has starved by then, takes the slot, and compute never gets one (the
+        starvation limit counts cycles, not grants).
     bank_utilisation : float
         Fraction of the channel's service spent on the GEMM.
     mean_read_latency_cycles : float
@@ -194,6 +213,7 @@ class WaveResult:
 
     cycles: float
     comm_served_per_cycle: float
+    starved: bool
     bank_utilisation: float
     mean_read_latency_cycles: float
     trace: tuple
@@ -203,6 +223,14 @@ class WaveResult:
 def simulate_wave(load: WaveLoad, policy: str, *, threshold: int, starvation_limit: int) -> WaveResult:
     """The steady-state wave under ``policy`` ("alone": no communication; "round_robin";
     "mca")."""
+    key = (load, policy, threshold, starvation_limit)
+    result = _RESULTS.get(key)
+    if result is None:
+        result = _RESULTS[key] = _simulate_wave(load, policy, threshold, starvation_limit)
+    return result
+
+
+def _simulate_wave(load: WaveLoad, policy: str, threshold: int, starvation_limit: int) -> WaveResult:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     if policy == "alone":
@@ -210,15 +238,68 @@ def simulate_wave(load: WaveLoad, policy: str, *, threshold: int, starvation_lim
     scale = load.scale
     if policy != "mca":        # only T3-MCA reads the threshold and the starvation limit
         threshold = starvation_limit = 1
-    sim = _simulate(load.representative(), policy, threshold, starvation_limit)
-    # A wave's pipeline fill (one latency) does not shrink with the representative wave.
-    cycles = load.latency_cycles + max(sim.cycles - load.latency_cycles, 0.0) / scale
-    return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle,
+    key = (load.representative(), policy, threshold, starvation_limit)
+    sim = _STORE.get(key)
+    if sim is None:
+        sim = _STORE[key] = _simulate(*key)
+    # A wave's exposed pipeline fill (at most one latency, none when the channel is busy
+    # throughout) does not shrink with the representative wave; the rest does.
+    rep = key[0]
+    busy = max(rep.compute_cycles, (rep.reads + rep.stores * (2 if rep.stores_nmc else 1)) / rep.service_rate)
+    fill = min(float(load.latency_cycles), max(sim.cycles - busy, 0.0))
+    cycles = fill + (sim.cycles - fill) / scale
+    return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle, starved=sim.starved,
                       bank_utilisation=sim.bank_utilisation, mean_read_latency_cycles=sim.mean_read_latency_cycles,
                       trace=sim.trace, scale=scale)
 
 
-@functools.lru_cache(maxsize=8192)
+#: Results of whole waves as asked for (in-process memo).
+_RESULTS: dict = {}
+#: Simulated representative waves by their key (:meth:`WaveLoad.representative`, policy,
+#: threshold, starvation limit); kept on disk by :func:`save_cache`.
+_STORE: dict = {}
+
+
+def _version() -> str:
+    """Hash of the code a stored result depends on: this module and the arbiter's golden model."""
+    import hashlib
+
+    import tb.arbiter.model as arbiter_model
+    digest = hashlib.sha256()
+    for path in (Path(__file__), Path(arbiter_model.__file__)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+CACHE_FILE = Path(__file__).resolve().parents[1] / "build" / "model_cache" / "representative_waves.pkl"
+
+
+def load_cache(path: Path = CACHE_FILE) -> int:
+    """Load stored representative waves written by the same code; returns how many."""
+    try:
+        version, store = pickle.loads(path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        return 0
+    if version != _version():
+        return 0
+    for key, value in store.items():
+        _STORE.setdefault(key, value)
+    return len(store)
+
+
+def save_cache(path: Path = CACHE_FILE) -> int:
+    """Store the representative waves simulated so far (best effort: a read-only checkout
+    just runs without a cache)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps((_version(), dict(_STORE)), protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+    except OSError:
+        return 0
+    return len(_STORE)
+
+
 def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int) -> WaveResult:
     reads, stores, compute = max(1, round(load.reads)), round(load.stores), load.compute_cycles
     mode = POLICIES[policy] if policy != "alone" else MCA
@@ -234,9 +315,20 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     stores_pending = 0
     trace, window = [], [0, 0, 0, 0, 0]
     occupancy_sum = 0
-    comm_served = gemm_units = 0
+    gemm_units = refused = stores_served = 0
+    backlog_at_start = 0
     latency_sum = latency_n = 0
     wave_starts, wave_ends = [], []
+    # Communication is flow-controlled: the link's receive buffer and the DMA engine hold
+    # at most a queue's worth of requests; beyond that the sender waits (back-pressure).
+    comm_buffer = depth + load.dma_burst
+    # A wave the arbiter starves (see WaveResult.starved) is cut off and extrapolated.
+    # Its own length: the longest of its matrix work, its service time and its reads at
+    # the outstanding limit (Little's law).
+    own = max(compute, (reads + stores * store_units) / mu, math.ceil(reads / out_cap) * (latency + 1 / mu))
+    cap = STARVATION_CAP * (own + latency)
+    starved = False
+    extra = 0.0                      # cycles a starved wave would still have taken
     t = 0
     for wave in range(WAVES):
         issued = arrived = 0
@@ -244,25 +336,41 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
         wave_starts.append(t)
         store_acc = 0.0
         measured = wave > 0
-        while progress < compute or arrived < reads:
-            # Communication arrivals.
+        if wave == 1:
+            backlog_at_start = len(comm_pending) + sum(1 for entry in queue if entry[0] >= 2)
+        # In steady state a wave also pays for the stores its predecessor left behind.
+        stores_due = stores_served + stores_pending + sum(1 for entry in queue if entry[0] == 1)
+        while progress < compute or arrived < reads or stores_served < stores_due:
+            if t - wave_starts[-1] > cap:
+                # Extrapolate the wave from the GEMM's progress so far (at least one cycle's).
+                starved = True
+                if measured:
+                    extra += (t - wave_starts[-1]) * (compute / max(progress, 1.0) - 1.0)
+                break
+            # Communication arrivals, while the buffers have room.
             if load.update_rate:
                 update_acc += load.update_rate
                 while update_acc >= 1.0:
                     update_acc -= 1.0
-                    comm_pending.append(3)
+                    if len(comm_pending) < comm_buffer:
+                        comm_pending.append(3)
+                    elif measured:
+                        refused += 1
             if load.dma_rate:
                 dma_acc += load.dma_rate / load.dma_burst
                 while dma_acc >= 1.0:
                     dma_acc -= 1.0
-                    comm_pending.extend([2] * load.dma_burst)
+                    if len(comm_pending) + load.dma_burst <= comm_buffer:
+                        comm_pending.extend([2] * load.dma_burst)
+                    elif measured:
+                        refused += load.dma_burst
             if not load.stores_nmc and stores:
                 store_acc += stores / compute
                 while store_acc >= 1.0:
                     store_acc -= 1.0
                     stores_pending += 1
             # The GEMM may issue a read while it keeps under its in-flight cap and its
-            # prefetch distance; a store (write-back or epilogue) otherwise.
+            # prefetch distance; a store (an epilogue's, or a write-back) otherwise.
             wants_read = (issued < reads and issued - arrived < out_cap
                           and issued < progress / compute * reads + out_cap)
             compute_valid = wants_read or stores_pending > 0
@@ -273,6 +381,8 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             ready = level < depth
             arbiter.step(winner=winner, comm_valid=comm_valid, grant_ready=ready)
             if ready and winner == COMPUTE:
+                # Reads first: a memory controller buffers writes and drains them in the
+                # gaps (the wave still waits for its predecessor's stores, below).
                 if wants_read:
                     queue.append((0, 1, t))
                     issued += 1
@@ -287,16 +397,16 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             while queue and credit >= queue[0][1]:
                 kind, units, granted = queue.popleft()
                 credit -= units
-                if kind == 0:
+                if kind == 1:
+                    stores_served += 1
+                elif kind == 0:
                     returns.append(t + latency)
                     if measured:
                         latency_sum += t + latency - granted
                         latency_n += 1
                 if measured:
                     window[1 + kind] += 1
-                    if kind >= 2:
-                        comm_served += 1
-                    else:
+                    if kind < 2:
                         gemm_units += units
             if not queue:
                 credit = min(credit, mu)
@@ -316,7 +426,13 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             t += 1
         wave_ends.append(t)
     measured_cycles = t - wave_starts[1]
-    return WaveResult(cycles=measured_cycles / (WAVES - 1), comm_served_per_cycle=comm_served / measured_cycles,
+    # The sustained communication rate: what was offered, less what the buffers refused and
+    # what piled up (counting served requests instead would count a burst's boundaries).
+    backlog = len(comm_pending) + sum(1 for entry in queue if entry[0] >= 2) - backlog_at_start
+    offered = load.update_rate + load.dma_rate
+    sustained = max(0.0, offered - (refused + max(backlog, 0)) / measured_cycles) if offered else 0.0
+    return WaveResult(cycles=(measured_cycles + extra) / (WAVES - 1), comm_served_per_cycle=sustained,
+                      starved=starved,
                       bank_utilisation=min(1.0, gemm_units / (mu * measured_cycles)),
                       mean_read_latency_cycles=latency_sum / latency_n if latency_n else float(latency),
                       trace=tuple(trace), scale=1.0)

@@ -112,7 +112,7 @@ class GemmTiming:
     def compute_s(self) -> float:
         return self.waves * self.tile_compute_s
 
-    @property
+    @functools.cached_property
     def dram_read_bytes(self) -> float:
         return sum(self.wave_reads)
 
@@ -153,6 +153,7 @@ def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
     return tuple(b - a for a, b in zip([0, *needed], needed, strict=False))
 
 
+@functools.lru_cache(maxsize=4096)
 def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
                  stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...]]:
     """Per wave, DRAM read bytes and tiles under the reuse-distance LRU model of the L2,

@@ -215,8 +215,45 @@ def _rows(results: list[PointResult]) -> list[dict]:
     return rows
 
 
-def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, plots: bool = True) -> list[Path]:
-    """Write CSV, JSON and Markdown (and PNG plots) named after the preset; return the paths."""
+#: CUs given to the collective in the CU-sharing study (the paper's motivation study on 80 CUs).
+CU_SHARING_STUDY_CUS = (8, 16)
+
+
+def cu_sharing_study(cfg: StudyConfig, results: list[PointResult], ks=CU_SHARING_STUDY_CUS) -> dict[int, dict]:
+    """Per ``k``: the GEMM's and the collective's slowdowns and the net speedup of
+    ``cu_sharing`` on the headline points, geomeans over them (the motivation study)."""
+    from dataclasses import replace
+
+    from .study import run_study
+
+    chosen = select(results, "headline") or results
+    out = {}
+    for k in ks:
+        if not 1 <= k < cfg.system.gpu.cus:
+            continue
+        runs = run_study(replace(cfg, cu_sharing_cus=k), [r.point for r in chosen], timeline=False)
+        sh = [r.schemes["cu_sharing"] for r in runs]
+        out[k] = {"points": len(runs),
+                  "gemm_slowdown": geomean(x.slowdowns["gemm"] for x in sh),
+                  "collective_slowdown": geomean(x.slowdowns["collective"] for x in sh),
+                  "speedup": geomean(r.speedup("cu_sharing") for r in runs)}
+    return out
+
+
+def format_cu_sharing(study: dict[int, dict]) -> str:
+    lines = ["CU sharing (headline points, geomeans): k CUs to the collective, the rest to the GEMM",
+             f"{'k':>4} {'GEMM slowdown':>14} {'collective slowdown':>20} {'net speedup':>12}"]
+    for k, v in study.items():
+        lines.append(f"{k:>4} {v['gemm_slowdown']:>13.3f}x {v['collective_slowdown']:>19.3f}x {v['speedup']:>11.3f}x")
+    return "\n".join(lines)
+
+
+def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, plots: bool = True,
+                  layers: list | None = None, cu_sharing: dict[int, dict] | None = None) -> list[Path]:
+    """Write CSV, JSON and Markdown (and PNG plots) named after the preset; return the paths.
+
+    ``layers`` (:func:`system_model.layer.layer_study`) and ``cu_sharing``
+    (:func:`cu_sharing_study`) add the end-to-end and CU-sharing sections when given."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"report_{cfg.system.name}"
     summaries = _summaries(results)
@@ -241,12 +278,27 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
         "traffic": {name: traffic_summary(results, name) for name in sets},
         "slowdowns": {name: slowdown_summary(results, name) for name in sets},
         "paper_comparison": paper_comparison(summaries),
+        "cu_sharing": {str(k): v for k, v in (cu_sharing or {}).items()},
+        "end_to_end": _layer_json(layers),
         "rows": rows,
     }, indent=1))
     paths.append(json_path)
 
     md_path = out / f"{stem}.md"
-    md_path.write_text(_markdown(results, summaries, cfg))
+    md = _markdown(results, summaries, cfg)
+    if cu_sharing:
+        md += ("\n## CU sharing (the motivation study)\n\nHeadline points, geomeans; k CUs run RCCL's RS and AG "
+               "beside the GEMM on the others.\n\n| k | GEMM slowdown | collective slowdown | net speedup |\n"
+               "|---:|---:|---:|---:|\n"
+               + "".join(f"| {k} | {v['gemm_slowdown']:.3f}x | {v['collective_slowdown']:.3f}x | "
+                         f"{v['speedup']:.3f}x |\n" for k, v in cu_sharing.items()))
+    if layers:
+        from .layer import layer_markdown
+
+        md += ("\n## End to end: one Transformer layer (`system_model/layer.py`)\n\nTraining is forward + "
+               "backward, prefill forward only; every op outside the four all-reduce sublayers takes the same "
+               "time in every scheme.\n\n" + layer_markdown(layers) + "\n")
+    md_path.write_text(md)
     paths.append(md_path)
 
     if plots:
@@ -256,6 +308,15 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
         paths.append(plot_traffic(results, out / f"traffic_{cfg.system.name}.png"))
         paths.append(plot_timeline(results, out / f"timeline_fc2_{cfg.system.name}.png", cfg=cfg))
     return paths
+
+
+def _layer_json(layers) -> list[dict] | None:
+    if not layers:
+        return None
+    return [{"model": r.model, "tp": r.tp, "phase": r.phase, "layers": r.layers,
+             "layer_time_us": {s: r.layer_time_s(s) * 1e6 for s in r.schemes},
+             "speedup": {s: r.speedup(s) for s in r.schemes},
+             "all_reduce_share_sequential": r.sublayer_share(r.schemes[0])} for r in layers]
 
 
 def _md_x(value: float | None) -> str:

@@ -24,6 +24,7 @@ what the channel serves it, capped by the link.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .block_timing import BlockTiming
@@ -122,6 +123,10 @@ class _Channel:
         self.hz = gpu.mc_clock_GHz * 1e9
         self.per_request = gpu.hbm_channels * gpu.dram_request_bytes      # bytes of one request on every channel
         self.prefetch = cfg.kernel.prefetch_bytes_per_cu(gemm.shape.k)
+        self.fixed = dict(compute_cycles=gemm.tile_compute_s * self.hz, service_rate=gpu.channel_requests_per_cycle,
+                          latency_cycles=max(1, round(gpu.dram_latency_ns * gpu.mc_clock_GHz)),
+                          queue_entries=gpu.dram_queue_entries)
+        self.loads: dict = {}
 
     def requests_per_cycle(self, bytes_per_s: float) -> float:
         return bytes_per_s / self.per_request / self.hz
@@ -131,19 +136,20 @@ class _Channel:
 
     def load(self, w: int, *, local_stores: bool, nmc: bool, update_Bps: float = 0.0, update_units: int = 2,
              dma_Bps: float = 0.0, dma_burst_bytes: float = 0.0) -> WaveLoad:
-        gpu, g = self.cfg.system.gpu, self.gemm
-        tiles = g.wave_tiles[w]
-        return WaveLoad(
-            reads=g.wave_reads[w] / self.per_request,
-            stores=tiles * g.out_tile_bytes / self.per_request if local_stores else 0.0,
-            stores_nmc=nmc,
-            compute_cycles=g.tile_compute_s * self.hz,
-            outstanding=max(1, round(tiles * self.prefetch * g.l2_miss_ratio(w) / self.per_request)),
-            update_rate=self.requests_per_cycle(update_Bps), update_units=update_units,
-            dma_rate=self.requests_per_cycle(dma_Bps), dma_burst=max(1, round(dma_burst_bytes / self.per_request)),
-            service_rate=gpu.channel_requests_per_cycle,
-            latency_cycles=max(1, round(gpu.dram_latency_ns * gpu.mc_clock_GHz)),
-            queue_entries=gpu.dram_queue_entries)
+        g = self.gemm
+        key = (g.wave_reads[w], g.wave_tiles[w], local_stores, nmc, update_Bps, update_units, dma_Bps, dma_burst_bytes)
+        load = self.loads.get(key)
+        if load is None:
+            tiles = g.wave_tiles[w]
+            load = self.loads[key] = WaveLoad(
+                reads=g.wave_reads[w] / self.per_request,
+                stores=tiles * g.out_tile_bytes / self.per_request if local_stores else 0.0,
+                stores_nmc=nmc,
+                outstanding=max(1, round(tiles * self.prefetch * g.l2_miss_ratio(w) / self.per_request)),
+                update_rate=self.requests_per_cycle(update_Bps), update_units=update_units,
+                dma_rate=self.requests_per_cycle(dma_Bps), dma_burst=max(1, round(dma_burst_bytes / self.per_request)),
+                **self.fixed)
+        return load
 
     def run(self, load: WaveLoad, policy: str, threshold: int) -> WaveResult:
         return simulate_wave(load, policy, threshold=threshold,
@@ -168,11 +174,25 @@ def _stage_waves(gemm: GemmTiming) -> list[range]:
     return spans
 
 
+def _runs(gemm: GemmTiming, waves: range) -> list[tuple[int, int]]:
+    """``(first wave, count)`` of each run of identical consecutive waves (same reads, same
+    tiles): the channel model sees them alike, so each run is timed once."""
+    runs: list[list[int]] = []
+    for w in waves:
+        if runs and (gemm.wave_reads[w], gemm.wave_tiles[w]) == (gemm.wave_reads[runs[-1][0]],
+                                                                  gemm.wave_tiles[runs[-1][0]]):
+            runs[-1][1] += 1
+        else:
+            runs.append([w, 1])
+    return [(w, n) for w, n in runs]
+
+
+@functools.lru_cache(maxsize=4096)
 def gemm_alone_s(cfg: StudyConfig, gemm: GemmTiming, *, nmc: bool) -> float:
     """The GEMM on its own: every wave through the channel model without communication."""
     channel = _Channel(cfg, gemm)
-    return sum(channel.run(channel.load(w, local_stores=True, nmc=nmc), "alone", 1).cycles
-               for w in range(gemm.waves)) / channel.hz
+    return sum(n * channel.run(channel.load(w, local_stores=True, nmc=nmc), "alone", 1).cycles
+               for w, n in _runs(gemm, range(gemm.waves))) / channel.hz
 
 
 def _remaining_s(gemm: GemmTiming, waves: range, done: list) -> float:
@@ -242,18 +262,19 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
         local = s > 1                       # stage 1's stores go straight to the next GPU
         dma = link_rate if 1 < s < tp else 0.0
         rates = []
-        for w in waves:
+        middle = waves[len(waves) // 2] if waves else None
+        for w, n in _runs(gemm, waves):
             alone = channel.run(channel.load(w, local_stores=local, nmc=True), "alone", threshold)
             shared = channel.run(channel.load(w, local_stores=local, nmc=True, update_Bps=link_rate,
                                               dma_Bps=dma, dma_burst_bytes=tile_bytes), policy, threshold)
             alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
-            alone_total += alone_s
-            t = _advance(t, alone_s, shared_s / alone_s, busy)
+            alone_total += n * alone_s
+            t = _advance(t, n * alone_s, shared_s / alone_s, busy)
             # Each forwarded byte is one DMA read here and one update at the next GPU
             # (and, by symmetry, one arriving here).
             served = channel.bytes_per_s(shared.comm_served_per_cycle) / (2 if dma else 1)
             rates.append(min(link_rate, served))
-            if record and trace is None and dma and w == waves[len(waves) // 2]:
+            if record and trace is None and dma and w <= middle < w + n:
                 trace = channel.trace(shared, threshold)
         contended = chunk / (min(rates) if rates else link_rate)
         alone_transfer = chunk / link_rate
@@ -307,13 +328,13 @@ def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) ->
     contended = chunk / rs_alone.rate_Bps
     for s, waves in enumerate(stages, start=1):
         rates = []
-        for w in waves:
+        for w, n in _runs(gemm, waves):
             alone = channel.run(channel.load(w, local_stores=True, nmc=False), "alone", 1)
             # A step reads the FIFO and the local partial (2 per byte) and receives 1 write.
             shared = channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=rs_alone.rate_Bps,
                                               update_units=1, dma_Bps=2 * rs_alone.rate_Bps), "round_robin", 1)
             alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
-            t = _advance(t, alone_s, shared_s / alone_s, busy if s > 1 else [])
+            t = _advance(t, n * alone_s, shared_s / alone_s, busy if s > 1 else [])
             # The collective's CUs see the loaded latency (Little's law) and the served share.
             loaded = shared.mean_read_latency_cycles / channel.hz
             cus_rate = coll.cu_bytes_per_s(k, loaded)

@@ -235,7 +235,7 @@ def test_mca_strictly_better_somewhere(paper_results):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured counter-example: MT-NLG prefill OP (GEMM demand 0.99 of the DRAM) is 0.8% slower under T3-MCA. "
+    "measured counter-example: MT-NLG prefill OP (its GEMM alone asks ~98% of the DRAM) is ~1% slower under MCA. "
     "The GEMM saturates its channels, compute-first leaves the RS only the grants the starvation limit "
     "forces, and the RS is the long pole of an OP sublayer; round-robin gives it its link rate. "
     "See the README's model section."))

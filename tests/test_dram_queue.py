@@ -1,0 +1,114 @@
+"""The DRAM channel model (``system_model.dram_queue``): hand-checkable limits, the arbiter's
+two policies, the starvation finding, the representative-wave scaling and the cache."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from system_model import dram_queue
+from system_model.dram_queue import WaveLoad, dynamic_threshold, load_cache, save_cache, simulate_wave
+
+MU = 0.415   # requests per cycle: 850 GB/s over 32 channels of 64-byte requests at 1 GHz
+
+BASE = WaveLoad(reads=200, stores=0, stores_nmc=False, compute_cycles=4000, outstanding=32, update_rate=0.0,
+                update_units=2, dma_rate=0.0, dma_burst=16, service_rate=MU, latency_cycles=400, queue_entries=64)
+
+
+def run(load, policy="alone", threshold=16, starvation_limit=8):
+    return simulate_wave(load, policy, threshold=threshold, starvation_limit=starvation_limit)
+
+
+def test_compute_bound_wave_takes_its_compute_and_one_latency():
+    r = run(BASE)
+    assert r.cycles == pytest.approx(BASE.compute_cycles + BASE.latency_cycles, rel=0.03)
+    assert not r.starved and r.comm_served_per_cycle == 0
+
+
+def test_memory_bound_wave_takes_its_service_time():
+    load = replace(BASE, reads=3000, stores=1000, stores_nmc=True, compute_cycles=100, outstanding=4000)
+    units = 3000 + 2 * 1000                       # a near-memory store costs its bank two units
+    assert run(load).cycles == pytest.approx(units / MU, rel=0.05)
+
+
+def test_latency_bound_wave_follows_littles_law():
+    # 2 requests in flight, 400 cycles each: 200 cycles per request at best.
+    load = replace(BASE, reads=100, compute_cycles=100, outstanding=2)
+    assert run(load).cycles == pytest.approx(100 / 2 * (400 + 1 / MU), rel=0.08)
+
+
+def test_communication_below_capacity_is_served_as_offered():
+    load = replace(BASE, update_rate=0.03, dma_rate=0.03)
+    simulated = load.representative()                 # rates rounded to 0.5% of the service rate
+    assert simulated.update_rate + simulated.dma_rate == pytest.approx(0.06, abs=0.005 * MU)
+    for policy in ("round_robin", "mca"):
+        served = run(load, policy).comm_served_per_cycle
+        assert served == pytest.approx(simulated.update_rate + simulated.dma_rate), policy
+
+
+def test_communication_beyond_capacity_is_back_pressured():
+    # 0.4 updates per cycle of two units each against 0.415 units of service.
+    load = replace(BASE, update_rate=0.4)
+    assert run(load, "round_robin").comm_served_per_cycle < MU / 2
+
+
+def test_mca_serves_a_saturating_gemm_first():
+    load = replace(BASE, reads=2000, compute_cycles=2000, outstanding=512, update_rate=0.1, dma_rate=0.1)
+    rr, mca = run(load, "round_robin"), run(load, "mca")
+    assert mca.cycles < 0.9 * rr.cycles
+    assert mca.comm_served_per_cycle < rr.comm_served_per_cycle
+    assert mca.mean_read_latency_cycles < rr.mean_read_latency_cycles
+
+
+def test_mca_starves_compute_when_slots_free_slower_than_the_starvation_limit():
+    # Two-unit updates at 0.2 units per cycle free a queue slot every 10 cycles; with a limit
+    # of 8 the backlogged communication has always starved by then and takes every slot.
+    load = replace(BASE, reads=40, compute_cycles=1000, service_rate=0.1, update_rate=0.15)
+    starved = run(load, "mca", starvation_limit=8)
+    assert starved.starved and starved.cycles > 100 * run(load, "round_robin").cycles
+    # The channel still serves communication at its capacity: 0.1 units, 0.05 updates per cycle.
+    assert starved.comm_served_per_cycle == pytest.approx(0.05, rel=0.05)
+    # A limit longer than the slot interval lets compute in; round-robin always does.
+    assert not run(load, "mca", starvation_limit=32).starved
+    assert not run(load, "round_robin").starved
+
+
+def test_representative_wave_scales_with_the_wave():
+    short = replace(BASE, reads=400, compute_cycles=1000)
+    long = replace(BASE, reads=4000, compute_cycles=10_000)
+    assert short.scale == 1.0 and long.scale == pytest.approx(dram_queue.MAX_WAVE_CYCLES / 10_000)
+    simulated = long.representative()
+    assert simulated.compute_cycles == dram_queue.MAX_WAVE_CYCLES
+    assert simulated.reads == pytest.approx(400, abs=0.01 * MU * dram_queue.MAX_WAVE_CYCLES)
+    # Same rates: the long wave is the short one, ten times over (its latency fill once).
+    assert run(long).cycles - 400 == pytest.approx(10 * (run(short).cycles - 400), rel=0.02)
+
+
+def test_dynamic_threshold():
+    assert dynamic_threshold(64, 0.0) == 64
+    assert dynamic_threshold(64, 0.75) == 16
+    assert dynamic_threshold(64, 1.0) == 1
+    with pytest.raises(ValueError, match=r"^gemm_bank_utilisation must be between 0.0 and 1.0, not 1.5$"):
+        dynamic_threshold(64, 1.5)
+
+
+def test_unknown_policy():
+    with pytest.raises(ValueError, match=r"^policy must be one of alone, round_robin, mca, not 'fifo'$"):
+        run(BASE, "fifo")
+
+
+def test_cache_round_trip_and_version_check(tmp_path, monkeypatch):
+    path = tmp_path / "waves.pkl"
+    run(replace(BASE, reads=123))
+    stored = save_cache(path)
+    assert stored == len(dram_queue._STORE) > 0
+    monkeypatch.setattr(dram_queue, "_STORE", {})
+    assert load_cache(path) == stored and len(dram_queue._STORE) == stored
+    # Results written by other code are ignored.
+    version, store = pickle.loads(path.read_bytes())
+    path.write_bytes(pickle.dumps(("other", store)))
+    monkeypatch.setattr(dram_queue, "_STORE", {})
+    assert load_cache(path) == 0 and not dram_queue._STORE
+    assert load_cache(tmp_path / "missing.pkl") == 0
