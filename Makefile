@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak report sweep characterize verilog lint bench synth clean distclean iverilog venv
+.PHONY: help test soak report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -50,6 +50,9 @@ report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/P
 
 sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep_t3-paper.csv)
 	$(PY) -m system_model sweep --preset t3-paper --out sim_results
+
+sensitivity: $(STAMP) ## Each calibrated value moved +-25%: how the headline figures move (sim_results/sensitivity_t3-paper.md)
+	$(PY) -m system_model sensitivity --preset t3-paper --out sim_results --jobs 2
 
 characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_timing.json (seconds)
 	$(PY) -m tb.characterize

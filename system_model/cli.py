@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         status = _COMMANDS[args.command](args)
         stored = dram_queue.save_cache()
         print(f"representative DRAM waves: {loaded} loaded from and {stored} stored in {dram_queue.CACHE_FILE}"
-              if stored else "representative DRAM waves: not stored (cache folder not writable)", file=sys.stderr)
+              if stored else "representative DRAM waves: no cache file (T3_MODEL_CACHE empty, or not writable)",
+              file=sys.stderr)
         return status
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2

@@ -47,6 +47,7 @@ arbiter model, so that a changed model never reads stale results.
 from __future__ import annotations
 
 import math
+import os
 import pickle
 from collections import deque
 from dataclasses import dataclass
@@ -271,11 +272,17 @@ def _version() -> str:
     return digest.hexdigest()[:16]
 
 
-CACHE_FILE = Path(__file__).resolve().parents[1] / "build" / "model_cache" / "representative_waves.pkl"
+#: Where :func:`save_cache` keeps the simulated waves: ``T3_MODEL_CACHE`` if set (empty:
+#: no cache file at all), else ``build/model_cache/`` of this checkout.
+CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
+              else None if "T3_MODEL_CACHE" in os.environ
+              else Path(__file__).resolve().parents[1] / "build" / "model_cache" / "representative_waves.pkl")
 
 
-def load_cache(path: Path = CACHE_FILE) -> int:
+def load_cache(path: Path | None = CACHE_FILE) -> int:
     """Load stored representative waves written by the same code; returns how many."""
+    if path is None:
+        return 0
     try:
         version, store = pickle.loads(path.read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
@@ -287,9 +294,11 @@ def load_cache(path: Path = CACHE_FILE) -> int:
     return len(store)
 
 
-def save_cache(path: Path = CACHE_FILE) -> int:
+def save_cache(path: Path | None = CACHE_FILE) -> int:
     """Store the representative waves simulated so far (best effort: a read-only checkout
     just runs without a cache)."""
+    if path is None:
+        return 0
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

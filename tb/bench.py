@@ -100,13 +100,40 @@ def markdown_table(result: dict) -> str:
             cells += [f"{e['verilator_over_icarus']:.2f}", f"{e['verilator_over_icarus_with_startup']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| job | median |", "|---|---|",
-              f"| full `make report` (with plots) | {result['report_s']:.2f} s |",
-              f"| sweep | {result['sweep_configs_per_s']:,.0f} configurations/s |",
+              f"| full `make report` (with plots), warm wave cache | {result['report_s']:.2f} s |",
+              f"| full `make report` (with plots), cold | {result.get('report_cold_s', float('nan')):.2f} s |",
+              f"| sweep, warm wave cache | {result['sweep_configs_per_s']:,.0f} configurations/s |",
+              f"| sweep, cold | {result.get('sweep_cold_configs_per_s', float('nan')):,.0f} configurations/s |",
               f"| `make verilog` | {result['make_verilog_s']:.1f} s |"]
     if "make_test_s" in result:
         note = " (kept from an earlier `make bench`)" if result.get("make_test_from_previous_run") else ""
         lines.append(f"| `make test` | {result['make_test_s'] / 60:.1f} min{note} |")
     return "\n".join(lines) + "\n"
+
+
+#: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
+SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000"]
+
+
+def model_speed(python: str, tmp: str, runs: int) -> dict:
+    """``make report`` and the sweep, each with a cold cache of representative DRAM waves
+    (none on disk: every wave simulated) and a warm one (the waves an earlier identical run
+    stored); the cache key is ``system_model.dram_queue.WaveLoad.representative``."""
+    cache = str(Path(tmp) / "waves.pkl")
+    cold = {**os.environ, "T3_MODEL_CACHE": ""}
+    warm = {**os.environ, "T3_MODEL_CACHE": cache}
+    out = {}
+    out["report_cold_s"] = _median_time(lambda: _run([python, "-m", "system_model", "--out", tmp], env=cold), runs)
+    _run([python, "-m", "system_model", "--out", tmp], env=warm)
+    out["report_s"] = _median_time(lambda: _run([python, "-m", "system_model", "--out", tmp], env=warm), runs)
+
+    def rate(env) -> float:
+        done = _run([python, "-m", "system_model", "sweep", "--out", tmp, *SWEEP_ARGS], env=env)
+        return float(re.search(r"\(([\d,]+)/s\)", done.stdout).group(1).replace(",", ""))
+    out["sweep_cold_configs_per_s"] = statistics.median(rate(cold) for _ in range(runs))
+    rate(warm)
+    out["sweep_configs_per_s"] = statistics.median(rate(warm) for _ in range(runs))
+    return out
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -118,10 +145,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is kept (default: 3)")
     parser.add_argument("--skip-make-test", action="store_true", help="do not time `make test` (minutes per run)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "sim_results" / "bench.json")
+    parser.add_argument("--model-only", action="store_true",
+                        help="time only the report and the sweep; keep the other figures of the existing bench.json")
     args = parser.parse_args(argv)
     if args.runs < 1:
         print(f"error: --runs must be at least 1, not {args.runs}", file=sys.stderr)
         return 2
+    if args.model_only:
+        if not args.out.exists():
+            print(f"error: --model-only needs an existing {args.out}", file=sys.stderr)
+            return 2
+        result = json.loads(args.out.read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            result.update(model_speed(sys.executable, tmp, args.runs))
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        args.out.with_suffix(".md").write_text(markdown_table(result))
+        print(f"report {result['report_s']:.2f} s warm, {result['report_cold_s']:.2f} s cold; sweep "
+              f"{result['sweep_configs_per_s']:,.0f} configurations/s warm, "
+              f"{result['sweep_cold_configs_per_s']:,.0f} cold")
+        return 0
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "processor": platform.machine()}, "runs": args.runs, "benches": {}}
     simulators = ["icarus"] + (["verilator"] if verilator_available() else [])
@@ -137,13 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        result["report_s"] = _median_time(lambda: _run([python, "-m", "system_model", "--out", tmp]), args.runs)
-        rates = []
-        for _ in range(args.runs):
-            out = _run([python, "-m", "system_model", "sweep", "--out", tmp, "--link-bw-GBps",
-                        "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000"])
-            rates.append(float(re.search(r"\(([\d,]+)/s\)", out.stdout).group(1).replace(",", "")))
-        result["sweep_configs_per_s"] = statistics.median(rates)
+        result.update(model_speed(python, tmp, args.runs))
         result["make_verilog_s"] = _median_time(lambda: _run([python, "-m", "rtl.generate", "--out", tmp]), args.runs)
     if not args.skip_make_test:
         result["make_test_s"] = _median_time(lambda: _run(["make", "test"]), args.runs)

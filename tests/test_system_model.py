@@ -305,7 +305,8 @@ def test_invariants_hold_across_hardware(args):
 def test_faster_links_never_slow_a_scheme_while_dram_is_plentiful(args):
     """Not claimed when HBM is scarce: at 500 GB/s a link of 600 GB/s makes T3's overlapped
     communication take DRAM slots from a memory-bound GEMM faster than it saves link time
-    (measured: T-NLG FC-2 TP 16, T3 +9%, T3-MCA +2%), which is the contention MCA is for."""
+    (measured: T-NLG FC-2 TP 16, link 300 -> 600 GB/s: T3 +12%, T3-MCA +35%, where MCA's
+    starvation rule hands the channel to communication; README, model section)."""
     point, tokens, link, hbm, l2 = args
     slow, fast = _evaluate(*args), _evaluate(point, tokens, link * 2, hbm, l2)
     for scheme in SCHEMES:
