@@ -292,12 +292,25 @@ def _evaluate(point, tokens, link, hbm, l2):
 @settings(max_examples=12, deadline=None)
 @given(hardware_st)
 def test_invariants_hold_across_hardware(args):
+    """T3 beating sequential is claimed only where DRAM is not the bottleneck: a near-memory
+    update holds its bank twice as long as a plain access, so per GPU T3 spends 5n - 6 chunks
+    of bank time on the RS where RCCL spends 4n - 1, and at 500 GB/s a memory-bound GEMM pays
+    for it (GPT-3 IP at TP 32: T3 8% slower than sequential; README, model section)."""
+    point, tokens, link, hbm, l2 = args
     r = _evaluate(*args)
     ideal, seq = r["ideal_overlap"].time_s, r["sequential"].time_s
     for scheme in SCHEMES:
         assert r[scheme].time_s >= ideal * (1 - 1e-9), scheme
-    assert r["t3_mca"].time_s <= seq and r["ideal_rs_nmc"].time_s < seq
+    assert r["ideal_rs_nmc"].time_s < seq
+    if hbm >= 1000:
+        assert r["t3_mca"].time_s <= seq and r["t3"].time_s <= seq
     assert r["t3"].traffic["gemm_reads"] <= r["sequential"].traffic["gemm_reads"]
+
+
+def test_near_memory_updates_can_lose_where_dram_is_the_bottleneck():
+    """The measured counter-example of the docstring above, kept so that it stays explained."""
+    r = _evaluate(("gpt-3", "IP", 32), 8192, 300, 500, 16)
+    assert r["t3"].time_s > r["sequential"].time_s
 
 
 @settings(max_examples=8, deadline=None)
