@@ -42,7 +42,7 @@ class Calibrated:
         return self.path.rsplit(".", 1)[-1]
 
 
-#: The table. Order is the order of the README's table and of the sensitivity report.
+#: The table, in the order of the README's calibration table and of the sensitivity report.
 CALIBRATION: tuple[Calibrated, ...] = (
     Calibrated("system.gpu.fp16_flops_per_cycle_per_cu", "flop/cycle",
                "CDNA2 matrix cores: MI210 181 TFLOPS = 104 CU x 1.7 GHz x 1024", integer=True),
@@ -68,9 +68,11 @@ CALIBRATION: tuple[Calibrated, ...] = (
     Calibrated("collective.threads_per_channel", "threads",
                "RCCL: 256 threads per channel workgroup on CDNA", integer=True),
     Calibrated("collective.unroll", "",
-               "NCCL/RCCL COLL_UNROLL: 16-byte loads in flight per thread and source", integer=True),
+               "NCCL's COLL_UNROLL = 4: 16-byte loads in flight per thread and source (RCCL builds some "
+               "targets with 2, which halves the CUs' rate; the ring stays link-bound)", integer=True),
     Calibrated("arbiter.starvation_limit_cycles", "cycles",
-               "assumed: the limit the RTL arbiter is characterised with (rtl_timing.json) and the ring benches run",
+               "assumed: well above a channel's slot interval (about 10 cycles for a two-unit update at 500 GB/s "
+               "HBM), so that starvation is a bound, not the common path (at 8 the rule starves the GEMM there)",
                integer=True),
     Calibrated("cu_sharing_cus", "CUs",
                "the paper's CU-sharing study: 8 of 80 CUs (16 is reported beside it)", integer=True),

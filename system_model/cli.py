@@ -34,10 +34,13 @@ def _fail(message: str) -> int:
 def _csv_list(kind):
     def parse(text: str):
         try:
-            return [kind(x) for x in text.split(",") if x]
+            values = [kind(x) for x in text.split(",") if x]
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected a comma-separated list of {kind.__name__}, not {text!r}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected at least one {kind.__name__}, not {text!r}")
+        return values
     return parse
 
 
@@ -173,6 +176,10 @@ def _sweep(args) -> int:
     grid = [(link, hbm) for link in args.link_bw_GBps for hbm in args.hbm_GBps]
     points = [p for p in study_points(models, tps, phases)
               if _divides(p)]
+    if not points:
+        raise ValueError("no sublayer of the chosen models divides evenly at the chosen TP degrees")
+    if not grid:
+        raise ValueError("--link-bw-GBps and --hbm-GBps need at least one value each")
     total = len(grid) * len(points)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"sweep_{args.preset}.csv"
@@ -223,5 +230,5 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as error:
+    except (ValueError, TypeError, OSError, KeyError) as error:
         return _fail(str(error))

@@ -85,7 +85,7 @@ class ArbiterConfig:
         GEMM from its memory intensity in the first stage (:func:`dynamic_threshold`).
     """
 
-    starvation_limit_cycles: int = 8
+    starvation_limit_cycles: int = 64
     threshold: int | None = None
 
     def __post_init__(self):
@@ -156,7 +156,8 @@ class WaveLoad:
     @property
     def scale(self) -> float:
         """Simulated length / real length of the representative wave."""
-        longest = max(self.compute_cycles, (self.reads + self.stores) / self.service_rate, 1.0)
+        units = self.reads + self.stores * (2 if self.stores_nmc else 1)
+        longest = max(self.compute_cycles, units / self.service_rate, 1.0)
         return min(1.0, MAX_WAVE_CYCLES / longest)
 
     def representative(self) -> WaveLoad:

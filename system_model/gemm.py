@@ -7,12 +7,13 @@ GEMM needs: a stage is a range of C's rows), ``cus`` at a time, so wave ``w`` ho
 time, reading for each tile row it touches an A slice (``tile_m x k_tile``) and for each
 tile column a B slice (``k_tile x tile_n``).
 
-The L2 as a reuse-distance model of LRU at panel x k-slice granularity: within a wave a
-slice is read from DRAM once and shared through the L2 by the wave's tiles. Between waves,
-the A or B slice a wave needs was last touched by an earlier wave at the same k, and
-everything the waves in between touched lies between the two uses; under LRU it hits iff
-that footprint fits the L2. A wave's footprint is its A and B panels and, where stores
-allocate in the L2, its output tiles.
+The L2 as a reuse-distance model of LRU at panel granularity: within a wave an A panel
+(``tile_m x K``) or a B panel (``K x tile_n``) is read from DRAM once and shared through
+the L2 by the wave's tiles, which step through K together. Between waves, a panel a wave
+needs was last touched by an earlier wave, and everything the waves in between touched
+lies between the two uses (at every k-slice alike, since all waves walk K in the same
+order); under LRU it hits iff that footprint fits the L2. A wave's footprint is its A and
+B panels and, where stores allocate in the L2, its output tiles.
 
 * **Baseline**: output stores write-allocate in the L2 (and are written back to DRAM
   once), so they take L2 room from the operands.
@@ -45,8 +46,7 @@ class GemmKernelConfig:
         Macro tile per workgroup: 128 x 128, a common rocBLAS/Tensile fp16 macro tile on
         CDNA for large GEMMs. In T3 a tile is the unit the tracker counts writes for.
     k_tile : int
-        Depth of one k-loop iteration (Tensile's DepthU): the k-slice the L2 model and the
-        prefetch work in.
+        Depth of one k-loop iteration (Tensile's DepthU): the k-slice a CU prefetches.
     prefetch_stages : int
         k-slices a CU's global-to-LDS pipeline holds (2: double buffering); all but the one
         being consumed are in flight, which bounds the GEMM's outstanding requests.

@@ -65,6 +65,8 @@ class GpuConfig:
         check_int_range("fp16_flops_per_cycle_per_cu", self.fp16_flops_per_cycle_per_cu, 1, 1 << 20)
         check_positive("l2_MB", self.l2_MB)
         check_positive("hbm_GBps", self.hbm_GBps)
+        # The channel model simulates requests one by one: below 1 GB/s it would run for ever.
+        check_range("hbm_GBps", self.hbm_GBps, 1, 1e6)
         check_range("hbm_efficiency", self.hbm_efficiency, 0.05, 1.0)
         check_positive("mc_clock_GHz", self.mc_clock_GHz)
         check_int_range("hbm_channels", self.hbm_channels, 1, 1024)

@@ -195,10 +195,9 @@ def gemm_alone_s(cfg: StudyConfig, gemm: GemmTiming, *, nmc: bool) -> float:
                for w, n in _runs(gemm, range(gemm.waves))) / channel.hz
 
 
-def _remaining_s(gemm: GemmTiming, waves: range, done: list) -> float:
-    """Compute time of the waves after ``waves`` (after the waves done so far if empty)."""
-    last = waves.stop if waves else sum(1 for _ in done)
-    return max(0, gemm.waves - last) * gemm.tile_compute_s
+def _remaining_s(gemm: GemmTiming, next_wave: int) -> float:
+    """Compute time of the waves from ``next_wave`` on (the waves not run yet)."""
+    return max(0, gemm.waves - next_wave) * gemm.tile_compute_s
 
 
 def _advance(t: float, work_s: float, stretch: float, busy: list[tuple[float, float]]) -> float:
@@ -258,7 +257,9 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
     trace = None
     alone_total = 0.0
     t = 0.0
+    next_wave = 0
     for s, waves in enumerate(stages, start=1):
+        next_wave = max(next_wave, waves.stop)
         local = s > 1                       # stage 1's stores go straight to the next GPU
         dma = link_rate if 1 < s < tp else 0.0
         rates = []
@@ -276,7 +277,10 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
             rates.append(min(link_rate, served))
             if record and trace is None and dma and w <= middle < w + n:
                 trace = channel.trace(shared, threshold)
-        contended = chunk / (min(rates) if rates else link_rate)
+        # A channel that serves communication nothing (a GEMM the arbiter favours
+        # throughout) holds the transfer until the GEMM ends.
+        rate = min(rates) if rates else link_rate
+        contended = chunk / rate if rate > 0 else float("inf")
         alone_transfer = chunk / link_rate
         if s == 1:
             # Stage 1's stores leave as they are produced: the GEMM cannot run ahead of the
@@ -287,7 +291,7 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
             timeline.append(("link", "step 1", 0.0, t + latency))
         elif s < tp:
             fire = max(t, arrival[-1]) + trigger_s
-            end = _transfer_end(fire, t + _remaining_s(gemm, waves, done), contended, alone_transfer)
+            end = _transfer_end(fire, t + _remaining_s(gemm, next_wave), contended, alone_transfer)
             busy.append((fire, end))
             arrival.append(end + latency)
             timeline.append(("link", f"step {s}", fire, arrival[-1]))
@@ -297,11 +301,14 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
     timeline.append(("AG", "all-gather", rs_done, rs_done + ag_s))
 
     rs_alone = (tp - 1) * (chunk / link_rate + trigger_s + latency)
+    # The collective's own time: its transfers with their trigger and hop, not its waits
+    # for GEMM stages (stage 1's transfer is the stage itself).
+    collective_s = sum(end - start for start, end in busy) + (len(busy) - 1) * trigger_s + len(busy) * latency
     traffic = _traffic(gemm.dram_read_bytes, (tp - 1) * chunk, ((tp - 2) * chunk, (tp - 1) * chunk), ag_traffic)
     base_alone = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
     return SchemeResult("t3_mca" if policy == "mca" else "t3", rs_done + ag_s, done[-1], traffic,
                         timeline if record else [],
-                        slowdowns={"gemm": done[-1] / base_alone, "collective": rs_done / rs_alone},
+                        slowdowns={"gemm": done[-1] / base_alone, "collective": collective_s / rs_alone},
                         trace=trace)
 
 
@@ -326,7 +333,9 @@ def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) ->
     timeline = []
     t = 0.0
     contended = chunk / rs_alone.rate_Bps
+    next_wave = 0
     for s, waves in enumerate(stages, start=1):
+        next_wave = max(next_wave, waves.stop)
         rates = []
         for w, n in _runs(gemm, waves):
             alone = channel.run(channel.load(w, local_stores=True, nmc=False), "alone", 1)
@@ -340,17 +349,18 @@ def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) ->
             cus_rate = coll.cu_bytes_per_s(k, loaded)
             rates.append(min(rs_alone.rate_Bps, cus_rate, channel.bytes_per_s(shared.comm_served_per_cycle) / 3))
         if rates:
-            contended = chunk / min(rates)
+            contended = chunk / min(rates) if min(rates) > 0 else float("inf")
         if s < tp:
             fire = max(t, arrival[-1] if arrival else 0.0) + rs_alone.overhead_s
-            end = _transfer_end(fire, t + _remaining_s(gemm, waves, done), contended, chunk / rs_alone.rate_Bps)
+            end = _transfer_end(fire, t + _remaining_s(gemm, next_wave), contended, chunk / rs_alone.rate_Bps)
             busy.append((fire, end))
             arrival.append(end + latency)
             timeline.append(("link", f"step {s}", fire, arrival[-1]))
         timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
         done.append(t)
-    # recvReduceCopy of the last chunk, then the AG on the same k CUs.
-    last_s = rs_alone.overhead_s + chunk / rs_alone.rate_Bps
+    # recvReduceCopy of the last chunk streams behind its arrival (the last transfer
+    # counted it): only its last slice's local reduction is left. Then the AG on k CUs.
+    last_s = gpu.dram_latency_ns * 1e-9
     rs_done = max(done[-1], arrival[-1]) + last_s
     timeline.append(("AG", "all-gather", rs_done, rs_done + ag.time_s))
     base = software_reduce_scatter(total, tp, link, gpu, coll)
@@ -358,8 +368,9 @@ def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) ->
     traffic = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (base.read_bytes, base.write_bytes),
                        (ag.read_bytes, ag.write_bytes))
     gemm_full = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
-    # The collective's own time: its transfers, not its waits for GEMM stages.
-    collective_s = sum(end - start for start, end in busy) + last_s + ag.time_s
+    # The collective's own time: its steps (each with its fill and flag), not its waits
+    # for GEMM stages.
+    collective_s = sum(end - start for start, end in busy) + len(busy) * rs_alone.overhead_s + last_s + ag.time_s
     return SchemeResult("cu_sharing", rs_done + ag.time_s, done[-1], traffic, timeline if record else [],
                         slowdowns={"gemm": done[-1] / gemm_full,
                                    "collective": collective_s / (base.time_s + ag_full.time_s)})

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["check_positive", "check_range", "check_int_range"]
 
 
 def check_positive(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, not {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value}")
     if not value > 0:
         raise ValueError(f"{name} must be greater than 0, not {value}")
     return value

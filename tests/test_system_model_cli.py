@@ -69,6 +69,10 @@ def test_help_documents_every_option():
     ["sensitivity", "--preset", "a100"],
     ["sensitivity", "--rtl-timing", "no/such/rtl_timing.json"],
     ["--rtl-timing", "no/such/rtl_timing.json"],
+    ["sweep", "--tp", "7", "--models", "mega-gpt-2"],
+    ["sweep", "--hbm-GBps", "inf"],
+    ["sweep", "--hbm-GBps", "1e-9"],
+    ["sweep", "--link-bw-GBps", ""],
 ])
 def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
     result = run_cli(*args, "--out", str(tmp_path))
