@@ -329,7 +329,7 @@ def test_invariants_hold_across_hardware(args):
     """T3 beating sequential is claimed only where DRAM is not the bottleneck: a near-memory
     update holds its bank twice as long as a plain access, so per GPU T3 spends 5n - 6 chunks
     of bank time on the RS where RCCL spends 4n - 1, and at 500 GB/s a memory-bound GEMM pays
-    for it (GPT-3 IP at TP 32: T3 8% slower than sequential; README, model section)."""
+    for it (GPT-3 IP at TP 32: T3 5% slower than sequential; README, model section)."""
     point, tokens, link, hbm, l2 = args
     r = _evaluate(*args)
     ideal, seq = r["ideal_overlap"].time_s, r["sequential"].time_s
