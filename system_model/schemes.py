@@ -9,8 +9,9 @@
   communication share each DRAM channel through the round-robin arbiter.
 * ``t3_mca``: the same with T3-MCA (compute first, communication below a threshold set
   from the GEMM's measured memory intensity, with a starvation limit).
-* ``cu_sharing``: software fine-grained overlap: RCCL's kernels on ``cu_sharing_cus`` CUs
-  taken from the GEMM, sharing the DRAM round-robin.
+* ``cu_sharing``: software fine-grained overlap: each GEMM stage's chunk all-reduced by
+  RCCL's kernels on ``cu_sharing_cus`` CUs taken from the GEMM, while the GEMM goes on,
+  sharing the DRAM round-robin.
 
 The fused schemes follow the paper's protocol (Fig. 7): the GEMM is sliced into ``tp``
 stages, one chunk each, in the ring's staggered order. In T3, stage 1 is written straight
@@ -313,65 +314,66 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
 
 
 def _cu_sharing(cfg: StudyConfig, shape: GemmShape, tp: int, *, record: bool) -> SchemeResult:
-    """Software fine-grained overlap: the staged GEMM on ``cus - k`` CUs, RCCL's ring RS and
-    AG on ``k`` CUs, sharing each DRAM channel round-robin."""
+    """Software fine-grained overlap, as the paper's CU-sharing study runs it.
+
+    The GEMM runs in ``tp`` stages on ``cus - k`` CUs. As each stage's chunk is done,
+    RCCL's ring all-reduce of that chunk (an RS and an AG over the ``tp`` GPUs, on the other
+    ``k`` CUs, one chunk after another) overlaps the rest of the GEMM, sharing each DRAM
+    channel round-robin. So the whole all-reduce overlaps the GEMM except the last chunk's,
+    and every chunk pays its own ``2(tp - 1)`` steps of fill and flags.
+    """
     gpu, link, coll = cfg.system.gpu, cfg.system.link, cfg.collective
     k = cfg.cu_sharing_cus
     e = cfg.kernel.bytes_per_element
     total = shape.m * shape.n * e
     chunk = total / tp
-    latency = link.link_latency_ns * 1e-9
     gemm = gemm_timing(shape, gpu, cfg.kernel, stages=tp, cus=gpu.cus - k)
     channel = _Channel(cfg, gemm)
-    rs_alone = software_reduce_scatter(total, tp, link, gpu, coll, channels=k)
-    ag = software_all_gather(total, tp, link, gpu, coll, channels=k)
+    rs = software_reduce_scatter(chunk, tp, link, gpu, coll, channels=k)
+    ag = software_all_gather(chunk, tp, link, gpu, coll, channels=k)
+    rate_alone = min(rs.rate_Bps, ag.rate_Bps)
+    steps_overhead = rs.steps * rs.overhead_s + ag.steps * ag.overhead_s
+    moved = (rs.steps + ag.steps) * chunk / tp          # bytes one GPU sends for one chunk's all-reduce
     stages = _stage_waves(gemm)
 
     busy: list[tuple[float, float]] = []
     done: list[float] = []
-    arrival: list[float] = []
     timeline = []
     t = 0.0
-    contended = chunk / rs_alone.rate_Bps
+    ar_end = 0.0
     next_wave = 0
     for s, waves in enumerate(stages, start=1):
         next_wave = max(next_wave, waves.stop)
         rates = []
         for w, n in _runs(gemm, waves):
             alone = channel.run(channel.load(w, local_stores=True, nmc=False), "alone", 1)
-            # A step reads the FIFO and the local partial (2 per byte) and receives 1 write.
-            shared = channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=rs_alone.rate_Bps,
-                                              update_units=1, dma_Bps=2 * rs_alone.rate_Bps), "round_robin", 1)
+            # Per byte sent: the FIFO and a local source read (2) and one arrival written.
+            shared = channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=rate_alone,
+                                              update_units=1, dma_Bps=2 * rate_alone), "round_robin", 1)
             alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
-            t = _advance(t, n * alone_s, shared_s / alone_s, busy if s > 1 else [])
+            t = _advance(t, n * alone_s, shared_s / alone_s, busy)
             # The collective's CUs see the loaded latency (Little's law) and the served share.
-            loaded = shared.mean_read_latency_cycles / channel.hz
-            cus_rate = coll.cu_bytes_per_s(k, loaded)
-            rates.append(min(rs_alone.rate_Bps, cus_rate, channel.bytes_per_s(shared.comm_served_per_cycle) / 3))
-        if rates:
-            contended = chunk / min(rates) if min(rates) > 0 else float("inf")
-        if s < tp:
-            fire = max(t, arrival[-1] if arrival else 0.0) + rs_alone.overhead_s
-            end = _transfer_end(fire, t + _remaining_s(gemm, next_wave), contended, chunk / rs_alone.rate_Bps)
-            busy.append((fire, end))
-            arrival.append(end + latency)
-            timeline.append(("link", f"step {s}", fire, arrival[-1]))
+            cus_rate = coll.cu_bytes_per_s(k, shared.mean_read_latency_cycles / channel.hz)
+            rates.append(min(rate_alone, cus_rate, channel.bytes_per_s(shared.comm_served_per_cycle) / 3))
         timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
         done.append(t)
-    # recvReduceCopy of the last chunk streams behind its arrival (the last transfer
-    # counted it): only its last slice's local reduction is left. Then the AG on k CUs.
-    last_s = gpu.dram_latency_ns * 1e-9
-    rs_done = max(done[-1], arrival[-1]) + last_s
-    timeline.append(("AG", "all-gather", rs_done, rs_done + ag.time_s))
+        # This stage's chunk: its all-reduce starts when the chunk is done and the k CUs are free.
+        start = max(t, ar_end)
+        rate = min(rates) if rates else rate_alone
+        contended = moved / rate if rate > 0 else float("inf")
+        ar_end = _transfer_end(start + steps_overhead, t + _remaining_s(gemm, next_wave), contended,
+                               moved / rate_alone)
+        busy.append((start, ar_end))
+        timeline.append(("link", f"all-reduce {s}", start, ar_end))
+
     base = software_reduce_scatter(total, tp, link, gpu, coll)
     ag_full = software_all_gather(total, tp, link, gpu, coll)
     traffic = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (base.read_bytes, base.write_bytes),
-                       (ag.read_bytes, ag.write_bytes))
+                       (ag_full.read_bytes, ag_full.write_bytes))
     gemm_full = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
-    # The collective's own time: its steps (each with its fill and flag), not its waits
-    # for GEMM stages.
-    collective_s = sum(end - start for start, end in busy) + len(busy) * rs_alone.overhead_s + last_s + ag.time_s
-    return SchemeResult("cu_sharing", rs_done + ag.time_s, done[-1], traffic, timeline if record else [],
+    # The collective's own time: its all-reduces, not its waits for GEMM stages.
+    collective_s = sum(end - start for start, end in busy)
+    return SchemeResult("cu_sharing", max(done[-1], ar_end), done[-1], traffic, timeline if record else [],
                         slowdowns={"gemm": done[-1] / gemm_full,
                                    "collective": collective_s / (base.time_s + ag_full.time_s)})
 
