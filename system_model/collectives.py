@@ -135,44 +135,36 @@ def _software_overhead_s(link: LinkConfig, gpu: GpuConfig) -> float:
     return fill + sync
 
 
-def software_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig,
-                            kernel: CollectiveKernelConfig, *, channels: int | None = None,
-                            dram_bytes_per_s: float | None = None) -> RingCollective:
-    """RCCL's ring RS of ``total_bytes`` (the whole tensor on each GPU) over ``n`` GPUs on
-    ``channels`` CUs (default: the kernel's), with ``dram_bytes_per_s`` of DRAM (default:
-    all of it)."""
+def _software_ring(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, kernel: CollectiveKernelConfig,
+                   crossings: tuple[int, int], channels: int | None) -> RingCollective:
     _check(n)
     channels = kernel.channels if channels is None else channels
-    reads, writes = rs_software_crossings(n)
-    dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
-    # Per step and GPU: the FIFO and the local partial are read, an arrival is written.
+    # Per step and GPU the DRAM sees three chunk crossings: RS reads the FIFO and the local
+    # partial; AG reads the FIFO and copies it into the output; either receives an arrival.
     rate = _rates(link=link.ring_bytes_per_s, cus=kernel.cu_bytes_per_s(channels, gpu.dram_latency_ns * 1e-9),
-                  dram=dram / 3)
-    return _ring(total_bytes, n, (reads, writes), rate, _software_overhead_s(link, gpu))
+                  dram=gpu.dram_bytes_per_s / 3)
+    return _ring(total_bytes, n, crossings, rate, _software_overhead_s(link, gpu))
+
+
+def software_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig,
+                            kernel: CollectiveKernelConfig, *, channels: int | None = None) -> RingCollective:
+    """RCCL's ring RS of ``total_bytes`` (the whole tensor on each GPU) over ``n`` GPUs on
+    ``channels`` CUs (default: the kernel's)."""
+    return _software_ring(total_bytes, n, link, gpu, kernel, rs_software_crossings(n), channels)
 
 
 def software_all_gather(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig,
-                        kernel: CollectiveKernelConfig, *, channels: int | None = None,
-                        dram_bytes_per_s: float | None = None) -> RingCollective:
+                        kernel: CollectiveKernelConfig, *, channels: int | None = None) -> RingCollective:
     """RCCL's ring AG that leaves the whole ``total_bytes`` tensor on each GPU."""
-    _check(n)
-    channels = kernel.channels if channels is None else channels
-    reads, writes = ag_software_crossings(n)
-    dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
-    # Per step and GPU: the FIFO is read, copied into the output, and an arrival written.
-    rate = _rates(link=link.ring_bytes_per_s, cus=kernel.cu_bytes_per_s(channels, gpu.dram_latency_ns * 1e-9),
-                  dram=dram / 3)
-    return _ring(total_bytes, n, (reads, writes), rate, _software_overhead_s(link, gpu))
+    return _software_ring(total_bytes, n, link, gpu, kernel, ag_software_crossings(n), channels)
 
 
 def hardware_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: GpuConfig, *,
-                            trigger_to_link_s: float, reducer_bytes_per_s: float, tile_bytes: float,
-                            dram_bytes_per_s: float | None = None) -> RingCollective:
+                            trigger_to_link_s: float, reducer_bytes_per_s: float, tile_bytes: float) -> RingCollective:
     """T3's RS of a GEMM output already in memory (``ideal_rs_nmc``): tracker, DMA and
     near-memory reducers, no CUs, no flags."""
     _check(n)
-    dram = gpu.dram_bytes_per_s if dram_bytes_per_s is None else dram_bytes_per_s
     # Bank time per chunk forwarded: its DMA read (1 unit) and the arrival's update (2 units).
-    rate = _rates(link=link.ring_bytes_per_s, reducers=reducer_bytes_per_s, dram=dram / 3)
+    rate = _rates(link=link.ring_bytes_per_s, reducers=reducer_bytes_per_s, dram=gpu.dram_bytes_per_s / 3)
     overhead = trigger_to_link_s + gpu.dram_latency_ns * 1e-9 + link.link_latency_ns * 1e-9 + tile_bytes / rate[0]
     return _ring(total_bytes, n, rs_nmc_crossings(n), rate, overhead)

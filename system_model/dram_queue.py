@@ -154,10 +154,19 @@ class WaveLoad:
     queue_entries: int
 
     @property
+    def store_units(self) -> int:
+        """Service units of one GEMM store: a near-memory update holds its bank twice."""
+        return 2 if self.stores_nmc else 1
+
+    @property
+    def service_cycles(self) -> float:
+        """Cycles the channel needs for the wave's GEMM reads and stores alone."""
+        return (self.reads + self.stores * self.store_units) / self.service_rate
+
+    @property
     def scale(self) -> float:
         """Simulated length / real length of the representative wave."""
-        units = self.reads + self.stores * (2 if self.stores_nmc else 1)
-        longest = max(self.compute_cycles, units / self.service_rate, 1.0)
+        longest = max(self.compute_cycles, self.service_cycles, 1.0)
         return min(1.0, MAX_WAVE_CYCLES / longest)
 
     def representative(self) -> WaveLoad:
@@ -247,7 +256,7 @@ def _simulate_wave(load: WaveLoad, policy: str, threshold: int, starvation_limit
     # A wave's exposed pipeline fill (at most one latency, none when the channel is busy
     # throughout) does not shrink with the representative wave; the rest does.
     rep = key[0]
-    busy = max(rep.compute_cycles, (rep.reads + rep.stores * (2 if rep.stores_nmc else 1)) / rep.service_rate)
+    busy = max(rep.compute_cycles, rep.service_cycles)
     fill = min(float(load.latency_cycles), max(sim.cycles - busy, 0.0))
     cycles = fill + (sim.cycles - fill) / scale
     return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle, starved=sim.starved,
@@ -314,7 +323,7 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     reads, stores, compute = max(1, round(load.reads)), round(load.stores), load.compute_cycles
     mode = POLICIES[policy] if policy != "alone" else MCA
     arbiter = MemoryArbiterModel(wait_width=16)
-    store_units = 2 if load.stores_nmc else 1
+    store_units = load.store_units
     mu, depth, latency, out_cap = load.service_rate, load.queue_entries, load.latency_cycles, load.outstanding
 
     queue: deque = deque()          # (kind, units, granted cycle); kinds: 0 read, 1 store, 2 dma, 3 update
@@ -324,11 +333,10 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     update_acc = dma_acc = 0.0
     stores_pending = 0
     trace, window = [], [0, 0, 0, 0, 0]
-    occupancy_sum = 0
     gemm_units = refused = stores_served = 0
     backlog_at_start = 0
     latency_sum = latency_n = 0
-    wave_starts, wave_ends = [], []
+    wave_starts = []
     # Communication is flow-controlled: the link's receive buffer and the DMA engine hold
     # at most a queue's worth of requests; beyond that the sender waits (back-pressure).
     comm_buffer = depth + load.dma_burst
@@ -429,12 +437,10 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                 if progress >= compute and load.stores_nmc:
                     stores_pending += stores       # the epilogue: the tile's output, uncached
             if measured:
-                occupancy_sum += len(queue)
                 if (t - wave_starts[1]) % TRACE_WINDOW == TRACE_WINDOW - 1:
                     trace.append((t - wave_starts[1], len(queue), *window[1:]))
                     window = [0, 0, 0, 0, 0]
             t += 1
-        wave_ends.append(t)
     measured_cycles = t - wave_starts[1]
     # The sustained communication rate: what was offered, less what the buffers refused and
     # what piled up (counting served requests instead would count a burst's boundaries).

@@ -29,22 +29,14 @@ import functools
 from dataclasses import dataclass, field
 
 from .block_timing import BlockTiming
-from .collectives import (
-    CollectiveKernelConfig,
-    ag_software_crossings,
-    hardware_reduce_scatter,
-    rs_nmc_crossings,
-    rs_software_crossings,
-    software_all_gather,
-    software_reduce_scatter,
-)
+from .collectives import CollectiveKernelConfig, hardware_reduce_scatter, software_all_gather, software_reduce_scatter
 from .dram_queue import TRACE_WINDOW, ArbiterConfig, WaveLoad, WaveResult, dynamic_threshold, simulate_wave
 from .gemm import GemmKernelConfig, GemmTiming, gemm_timing
 from .hardware import SystemConfig
 from .models import GemmShape, WorkloadConfig
 from .units import check_int_range
 
-__all__ = ["StudyConfig", "SchemeResult", "DramTrace", "SCHEMES", "evaluate"]
+__all__ = ["StudyConfig", "SchemeResult", "DramTrace", "SCHEMES", "evaluate", "gemm_alone_s"]
 
 SCHEMES = ("sequential", "ideal_overlap", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
 
@@ -256,7 +248,6 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
     arrival: list[float] = []
     timeline = []
     trace = None
-    alone_total = 0.0
     t = 0.0
     next_wave = 0
     for s, waves in enumerate(stages, start=1):
@@ -270,7 +261,6 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
             shared = channel.run(channel.load(w, local_stores=local, nmc=True, update_Bps=link_rate,
                                               dma_Bps=dma, dma_burst_bytes=tile_bytes), policy, threshold)
             alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
-            alone_total += n * alone_s
             t = _advance(t, n * alone_s, shared_s / alone_s, busy)
             # Each forwarded byte is one DMA read here and one update at the next GPU
             # (and, by symmetry, one arriving here).
@@ -414,5 +404,3 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, timeline: bool = Tr
         "cu_sharing": _cu_sharing(cfg, shape, tp, record=timeline),
     }
 
-
-__all__ += ["gemm_alone_s", "rs_nmc_crossings", "rs_software_crossings", "ag_software_crossings"]

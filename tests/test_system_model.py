@@ -164,6 +164,9 @@ def test_software_ring_step_by_hand():
     assert (one.limit, one.rate_Bps) == ("cus", pytest.approx(256 * 16 * 4 / 400e-9))
     ag = software_all_gather(8e6, 4, link, gpu, kernel)
     assert (ag.read_bytes, ag.write_bytes) == (pytest.approx(4 * 2e6), pytest.approx(6 * 2e6))
+    # With a fast link and 16 channels the DRAM binds: three chunk crossings per step.
+    fast = software_reduce_scatter(8e6, 4, replace(link, link_bw_GBps=1e4), gpu, kernel)
+    assert (fast.limit, fast.rate_Bps) == ("dram", pytest.approx(gpu.dram_bytes_per_s / 3))
 
 
 def test_hardware_ring_has_no_flags():
@@ -173,6 +176,10 @@ def test_hardware_ring_has_no_flags():
     assert hw.step_s == pytest.approx(7e-9 + gpu.dram_latency_ns * 1e-9 + 1e-6 + 32768 / 50e9 + 2e6 / 50e9)
     sw = software_reduce_scatter(8e6, 4, link, gpu, CollectiveKernelConfig())
     assert hw.time_s < sw.time_s
+    # A DMA read and a two-unit update per forwarded chunk: DRAM-bound when nothing else is.
+    bound = hardware_reduce_scatter(8e6, 4, replace(link, link_bw_GBps=1e4), gpu, trigger_to_link_s=7e-9,
+                                    reducer_bytes_per_s=1e13, tile_bytes=32768)
+    assert (bound.limit, bound.rate_Bps) == ("dram", pytest.approx(gpu.dram_bytes_per_s / 3))
 
 
 # -- block timing from the RTL --------------------------------------------------------------------
