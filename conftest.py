@@ -2,7 +2,8 @@
 
 * Prints the base seed of every randomised test (cocotb benches and hypothesis) in the
   header; ``SEED=<n>`` replays a whole run.
-* Prints the cycle counts of the cocotb benches at the end.
+* Prints the cycle counts of the cocotb benches and the trace runs, and the trace runs'
+  functional coverage, at the end.
 """
 
 import pytest
@@ -25,7 +26,13 @@ def pytest_report_header(config):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from tb.common.stats import SESSION_STATS
+    from tb.trace.coverage_summary import coverage_lines
 
+    lines = coverage_lines()
+    if lines:
+        terminalreporter.section("functional coverage of the trace runs (every bin must be hit)")
+        for line in lines:
+            terminalreporter.write_line(line)
     if not SESSION_STATS:
         return
     terminalreporter.section("simulated figures (cocotb benches lock-step against golden models; fp vectors)")

@@ -14,3 +14,12 @@ BENCHES = {name: CocotbBench(block="memory_arbiter", test_module="tb.arbiter.tb_
 @pytest.mark.parametrize(("param_set", "testcase"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
 def test_memory_arbiter(param_set: str, testcase: str) -> None:
     BENCHES[param_set].run(testcase)
+
+
+def test_trace_arbiter() -> None:
+    """A million cycles or more, every output compared with the golden model on every cycle
+    (Verilog harness, no Python in the simulation loop; the module trace.py beside this one)."""
+    from tb.arbiter.trace import ArbiterTrace
+    from tb.trace.bench import check_block
+
+    check_block(ArbiterTrace())

@@ -41,6 +41,7 @@ class DmaCommandTableModel:
     """Reference behaviour of :class:`rtl.dma_table.DmaCommandTable`."""
 
     def __init__(self, *, max_beats: int, queue_depth: int):
+        self._outputs: TableOutputs | None = None
         self.max_beats = max_beats
         self.queue_depth = queue_depth
         self.descriptors: dict[int, dict] = {}
@@ -53,6 +54,12 @@ class DmaCommandTableModel:
         }
 
     def outputs(self) -> TableOutputs:
+        """This cycle's outputs, memoised until the next :meth:`step` (the bench and ``step`` both read them)."""
+        if self._outputs is None:
+            self._outputs = self._compute_outputs()
+        return self._outputs
+
+    def _compute_outputs(self) -> TableOutputs:
         pending = len(self.queue) + (self.in_flight is not None)
         return TableOutputs(
             program_ready=1,
@@ -72,6 +79,7 @@ class DmaCommandTableModel:
         out = self.outputs()
         st = self.status
         issued = None
+        self._outputs = None
         if out.issue_valid and issue_ready:
             issued = self.queue.popleft()
             st["issued"] = (st["issued"] + 1) & COUNTER_MASK
@@ -120,6 +128,7 @@ class DmaEngineModel:
     """
 
     def __init__(self, *, read_latency: int, addr_width: int, memory: Callable[[int], int]):
+        self._outputs: EngineOutputs | None = None
         self.read_latency = read_latency
         self.buffer_depth = read_latency + 2
         self.addr_mask = (1 << addr_width) - 1
@@ -136,6 +145,12 @@ class DmaEngineModel:
         return self.current is not None and len(self.buffer) + self._in_flight() < self.buffer_depth
 
     def outputs(self) -> EngineOutputs:
+        """This cycle's outputs, memoised until the next :meth:`step` (the bench and ``step`` both read them)."""
+        if self._outputs is None:
+            self._outputs = self._compute_outputs()
+        return self._outputs
+
+    def _compute_outputs(self) -> EngineOutputs:
         can_read = self._can_read()
         cur = self.current
         status = dict(self.status)
@@ -154,6 +169,7 @@ class DmaEngineModel:
         out = self.outputs()
         st = self.status
         sent = done = None
+        self._outputs = None
         if out.egress_valid and egress_ready:
             sent, index = self.buffer.popleft()
             st["beats"] = (st["beats"] + 1) & COUNTER_MASK

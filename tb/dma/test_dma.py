@@ -16,3 +16,12 @@ BENCHES = {
 @pytest.mark.parametrize(("param_set", "testcase"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
 def test_dma_path(param_set: str, testcase: str) -> None:
     BENCHES[param_set].run(testcase)
+
+
+def test_trace_dma_path() -> None:
+    """A million cycles or more, every output compared with the golden model on every cycle
+    (Verilog harness, no Python in the simulation loop; the module trace.py beside this one)."""
+    from tb.dma.trace import DmaPathTrace
+    from tb.trace.bench import check_block
+
+    check_block(DmaPathTrace())

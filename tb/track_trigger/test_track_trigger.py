@@ -17,3 +17,12 @@ BENCHES = {
 @pytest.mark.parametrize(("param_set", "testcase"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
 def test_track_and_trigger(param_set: str, testcase: str) -> None:
     BENCHES[param_set].run(testcase)
+
+
+def test_trace_track_trigger() -> None:
+    """A million cycles or more, every output compared with the golden model on every cycle
+    (Verilog harness, no Python in the simulation loop; the module trace.py beside this one)."""
+    from tb.trace.bench import check_block
+    from tb.track_trigger.trace import TrackTriggerTrace
+
+    check_block(TrackTriggerTrace())

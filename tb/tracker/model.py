@@ -69,6 +69,7 @@ class TrackerTableModel:
 
     def reset(self) -> None:
         """The state in the first cycle after reset: everything forgotten, the sweep starting."""
+        self._outputs: TrackerOutputs | None = None
         self.sweep_left = self.reset_cycles
         # tile -> [count, threshold, dma_cmd] for armed tiles only.
         self.armed: dict[int, list[int]] = {}
@@ -90,6 +91,12 @@ class TrackerTableModel:
         return self.status["armed_entries"] + len(self.queue)
 
     def outputs(self) -> TrackerOutputs:
+        """This cycle's outputs, memoised until the next :meth:`step` (the bench and ``step`` both read them)."""
+        if self._outputs is None:
+            self._outputs = self._compute_outputs()
+        return self._outputs
+
+    def _compute_outputs(self) -> TrackerOutputs:
         clearing = self.sweep_left > 0
         return TrackerOutputs(
             arm_ready=int(not clearing and self.reserved < self.trigger_depth),
@@ -128,6 +135,7 @@ class TrackerTableModel:
         The trigger handed out in this cycle, or None.
         """
         out = self.outputs()
+        self._outputs = None
         st = self.status
         if self.sweep_left:
             self.sweep_left -= 1

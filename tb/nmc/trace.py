@@ -1,0 +1,191 @@
+"""Trace-driven lock-step run of the near-memory reducer: read-add-write under every hazard.
+
+Stimulus: segments between mid-run resets, one source mode of the matrix each (the reducer
+has no output stream to back-pressure; its read port is driven every cycle in ``always``
+segments, at random in ``random`` ones, and rarely in ``heavy`` ones). Each segment first
+stores (zeroes or sets) a small hot set of words, then sends updates mostly to that hot set,
+so that a word is updated again 1, 2 and 3 cycles after the previous update to it: every
+depth of the read-add-write pipeline's forwarding. The lanes carry ordinary values and, now
+and then, infinities, NaNs, zeros, subnormals and the largest finite value. The read port
+reads hot words just written (read-after-write at each depth) and sometimes any word.
+
+Replay: :class:`~tb.nmc.model.NearMemoryReducerModel` against ``request.ready``, ``status``
+and every read's data (lane by lane; any NaN matches any NaN; a word the bank makes no
+promise about, one never stored since power-up or whose write a reset cut, is not compared).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from tb.fp_add.golden import NUMPY_TYPES, mismatches
+from tb.nmc.model import UPDATE, NearMemoryReducerModel, beat_to_lanes
+from tb.trace.bench import FastPacker, TraceBench
+from tb.trace.check import Trace
+from tb.trace.stimulus import Stimulus, gap_draw, plan_segments
+
+__all__ = ["ReducerTrace"]
+
+READ_P = {"always": 1.0, "random": 0.5, "heavy": 0.08}
+
+
+def lane_values(rng: np.random.Generator, fmt: str, n: int) -> np.ndarray:
+    """``n`` lane bit patterns: mostly ordinary values, rarely specials or random patterns (an
+    infinity or a NaN sticks in a word's sum until the next store, and NaN matches NaN, so
+    they are kept rare enough that most compared lanes are finite)."""
+    ftype, utype = NUMPY_TYPES[fmt]
+    values = rng.normal(0, 4, size=n).astype(ftype).view(utype)
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, np.finfo(ftype).max, np.finfo(ftype).smallest_subnormal],
+                        dtype=ftype).view(utype)
+    pick = rng.random(n)
+    values = np.where(pick < 0.001, specials[rng.integers(0, len(specials), n)], values)
+    random_bits = rng.integers(0, np.iinfo(utype).max, size=n, dtype=np.uint64).astype(utype)
+    return np.where((pick >= 0.001) & (pick < 0.005), random_bits, values)
+
+
+class ReducerTrace(TraceBench):
+    label = "reducer"
+    block = "near_memory_reducer"
+    bins = (
+        "store", "update", "update hazard at distance 1", "update hazard at distance 2",
+        "update hazard at distance 3", "read after write at distance 1", "read after write at distance 2",
+        "read of a word with no promise", "read and request of one word in one cycle", "NaN lane read",
+        "infinity lane read", "reset with a request in flight",
+    )
+
+    def __init__(self, params: dict | None = None):
+        super().__init__(params or {"format": "binary16", "beat_width": 64, "depth": 64, "power_up_seed": 5})
+        spec = self.component
+        self.fmt = spec.format.name
+        self.lanes = spec.lanes
+
+    def stimulus(self, rng: random.Random, cycles: int):
+        spec = self.component
+        stim = Stimulus(cycles, ["request"])
+        segments = plan_segments(stim, rng, mean_cycles=20_000, first_cycles=3_000)
+        request = stim.sources["request"]
+        packer = FastPacker(spec.request_layout)
+        gen = np.random.default_rng(rng.getrandbits(63))
+        read_en, read_addr = stim.control("read__en"), stim.control("read__addr")
+        lanes = lane_values(gen, self.fmt, 2 * cycles * self.lanes + 64).reshape(-1, self.lanes)
+        width = np.dtype(NUMPY_TYPES[self.fmt][1]).itemsize * 8
+        beats = np.zeros(len(lanes), dtype=object)
+        for k in range(self.lanes):
+            beats = beats + (lanes[:, k].astype(np.uint64).astype(object) << (k * width))
+        beats = beats.tolist()
+        used = 0
+        for seg in segments:
+            if seg.index:
+                stim.begin_segment()
+            hot = rng.sample(range(spec.depth), rng.randint(1, 6))
+            for addr in hot:        # the driver sets its region first
+                request.add(packer.pack({"addr": addr, "op": 0, "data": beats[used] if rng.random() < 0.5 else 0}),
+                            gap=gap_draw(rng, seg.source_mode))
+                used += 1
+            spent = 0
+            while spent < seg.length and used < len(beats):
+                r = rng.random()
+                addr = rng.choice(hot) if r < 0.9 else rng.randrange(spec.depth)
+                op = UPDATE if r < 0.95 else 0      # a store restarts a word's sum (NaNs stick)
+                gap = gap_draw(rng, seg.source_mode)
+                request.add(packer.pack({"addr": addr, "op": op, "data": beats[used]}), gap=gap)
+                used += 1
+                spent += gap + 1
+            p = READ_P[("always", "random", "heavy")[seg.index % 3]]
+            n = seg.length
+            read_en[seg.start:seg.end] = gen.random(n) < p
+            hot_addr = np.array(hot, dtype=np.uint64)[gen.integers(0, len(hot), n)]
+            any_addr = gen.integers(0, spec.depth, n).astype(np.uint64)
+            read_addr[seg.start:seg.end] = np.where(gen.random(n) < 0.85, hot_addr, any_addr)
+        return stim, []
+
+    def replay(self, trace: Trace) -> dict:
+        spec = self.component
+        fmt, lanes = self.fmt, self.lanes
+        utype = NUMPY_TYPES[fmt][1]
+        status = FastPacker(spec.status_layout)
+        req = FastPacker(spec.request_layout)
+        col = trace.col
+        rst = col("rst")
+        rq_v, rq_p, rq_r = col("request__valid"), col("request__payload"), col("request__ready")
+        rd_en, rd_addr, rd_data = col("read__en"), col("read__addr"), col("read__data")
+        st = col("status")
+        cover = trace.coverage.counts
+        model = NearMemoryReducerModel(format=fmt, lanes=lanes, depth=spec.depth)
+        in_reset = True
+        checked = reads = 0
+        last_update = {}   # addr -> cycle of its latest accepted update
+        last_request = {}  # addr -> cycle of its latest accepted request
+        compared: list[int] = []
+        for c in range(trace.cycles):
+            if rst[c]:
+                if not in_reset and any(slot is not None for slot in model.pipeline):
+                    cover["reset with a request in flight"] += 1
+                in_reset = True
+                continue
+            if in_reset:
+                model.reset()
+                in_reset = False
+                last_update.clear()
+                last_request.clear()
+                pending_read = None
+            out = model.outputs()
+            trace.check(c, "request.ready", rq_r[c], out.request_ready)
+            expected = status.pack(out.status)
+            if st[c] != expected:
+                trace.fail(c, "status", expected, st[c], status.diff(st[c], expected))
+            checked += 1
+            if out.read_issued:
+                if out.read_data is None:
+                    cover["read of a word with no promise"] += 1
+                else:
+                    got = rd_data[c]
+                    reads += 1
+                    compared.append(c)
+                    if got != out.read_data:
+                        g = beat_to_lanes(got, utype, lanes)
+                        e = beat_to_lanes(out.read_data, utype, lanes)
+                        bad = mismatches(fmt, g, e)
+                        if len(bad):
+                            trace.fail(c, f"read.data[{pending_read}] lane {int(bad[0])}", int(e[bad[0]]),
+                                       int(g[bad[0]]))
+            request = None
+            if rq_v[c]:
+                r = req.unpack(rq_p[c])
+                request = (r["addr"], r["op"], r["data"])
+                if out.request_ready:
+                    addr = r["addr"]
+                    if r["op"] == UPDATE:
+                        cover["update"] += 1
+                        distance = c - last_update.get(addr, -10)
+                        if distance <= 3:
+                            cover[f"update hazard at distance {distance}"] += 1
+                        last_update[addr] = c
+                    else:
+                        cover["store"] += 1
+                    last_request[addr] = c
+            read = rd_addr[c] if rd_en[c] else None
+            if read is not None:
+                distance = c - last_request.get(read, -10)
+                if distance == 0:
+                    cover["read and request of one word in one cycle"] += 1
+                elif distance <= 2:
+                    cover[f"read after write at distance {distance}"] += 1
+            model.step(request=request, read_addr=read)
+            pending_read = read
+        ftype = NUMPY_TYPES[fmt][0]
+        size = spec.beat_width // 8
+        words = b"".join(rd_data[c].to_bytes(size, "little") for c in compared)
+        values = np.frombuffer(words, dtype=utype).view(ftype).astype(np.float64)
+        cover["NaN lane read"] += int(np.count_nonzero(np.isnan(values)))
+        cover["infinity lane read"] += int(np.count_nonzero(np.isinf(values)))
+        finite = int(np.count_nonzero(np.isfinite(values)))
+        if finite < 0.8 * len(values):
+            raise AssertionError(f"reducer: only {finite} of {len(values)} compared lanes are finite; "
+                                 f"the check is too weak\n  {trace.replay}")
+        trace.checked_cycles = checked
+        trace.stream_fields(("request.ready", "status"))
+        trace.checks += reads
+        return {"reads": reads, "updates": cover["update"]}
