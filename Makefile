@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog venv
+.PHONY: help test soak report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -39,10 +39,20 @@ iverilog: ## Install Icarus Verilog with apt-get if it is missing
 	    echo "error: Icarus Verilog is missing: install it with 'sudo apt-get install -y iverilog'"; exit 1; \
 	  fi; }
 
-test: $(STAMP) iverilog ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
+cxx: ## Install g++, make and perl with apt-get if missing (Verilator's trace runs build C++)
+	@command -v g++ >/dev/null && command -v perl >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing g++, make and perl with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ make perl >/dev/null; \
+	  else \
+	    echo "warning: g++ is missing: the trace runs fall back to Icarus (slow); install g++ make perl"; \
+	  fi; }
+
+test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
 	$(PY) -m pytest
 
-soak: $(STAMP) iverilog ## The big ring regressions make test skips: 256 tiles per chunk, N = 8 (SEED=; about 20 min)
+soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then the big ring regressions (SEED=)
+	$(PY) -m tb.trace.soak --runs 10 --cycles 1000000
 	T3_SOAK=1 $(PY) -m pytest tb/ring -k soak
 
 report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/PNG in sim_results/

@@ -77,6 +77,18 @@ class FastPacker:
         self._last_value = word
         return word
 
+    def pack_nested(self, values: dict) -> int:
+        """Pack a dict nested like the layout (``{"tracker": {...}, "beats": 3}``)."""
+        word = 0
+        for name, offset, mask in self.fields:
+            node = values
+            for part in name.split("."):
+                node = node[part]
+            if node & ~mask:
+                raise ValueError(f"{name} = {node} does not fit its field")
+            word |= node << offset
+        return word
+
     def unpack(self, word: int) -> dict:
         return {name: (word >> offset) & mask for name, offset, mask in self.fields}
 
