@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog cxx venv
+.PHONY: help test soak formal report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -54,6 +54,9 @@ test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches (SE
 soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then the big ring regressions (SEED=)
 	$(PY) -m tb.trace.soak --runs 10 --cycles 1000000
 	T3_SOAK=1 $(PY) -m pytest tb/ring -k soak
+
+formal: $(STAMP) ## Every formal proof: induction where it closes, else deep BMC; says which (sim_results/formal.json; ONLY=regex)
+	$(PY) -m tb.formal.run $(if $(ONLY),--only '$(ONLY)')
 
 report: $(STAMP) ## Sublayer study on the t3-paper preset: table + CSV/JSON/MD/PNG in sim_results/
 	$(PY) -m system_model report --preset t3-paper --out sim_results

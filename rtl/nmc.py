@@ -65,6 +65,13 @@ class NearMemoryReducer(wiring.Component):
     power_up_seed : int or None
         Simulation only: seed of the pseudo-random words the bank holds at power-up
         (``None``: zeros, which is what synthesis gets).
+    int_lane_width : int or None
+        Formal proofs only: lanes of this many bits (1..64) added by a wrapping unsigned
+        integer adder in place of the floating-point one (same place in the pipeline, same
+        latency), so that a solver can check "memory = the sum of the updates, in order"
+        exactly, which it cannot through an IEEE adder. ``format`` is then unused and
+        ``beat_width`` must be a multiple of it between it and 1024. ``None`` (the default):
+        the floating-point lanes above.
 
     Members
     -------
@@ -76,13 +83,17 @@ class NearMemoryReducer(wiring.Component):
     """
 
     def __init__(self, *, format: str = "binary16", beat_width: int = 256, depth: int = 1024,  # noqa: A002
-                 power_up_seed: int | None = None):
+                 power_up_seed: int | None = None, int_lane_width: int | None = None):
         self._fmt: FloatFormat = float_format(format)
-        width = self._fmt.width
+        if int_lane_width is not None:
+            check_int("int_lane_width", int_lane_width, 1, 64)
+        self._int_lane_width = int_lane_width
+        width = self.lane_width
+        lowest = 16 if int_lane_width is None else width
         if (not isinstance(beat_width, int) or isinstance(beat_width, bool)):
             raise TypeError(f"beat_width must be an integer, not {beat_width!r}")
-        if not (16 <= beat_width <= 1024 and beat_width % width == 0):
-            raise ValueError(f"beat_width must be a multiple of {width} between 16 and 1024, not {beat_width}")
+        if not (lowest <= beat_width <= 1024 and beat_width % width == 0):
+            raise ValueError(f"beat_width must be a multiple of {width} between {lowest} and 1024, not {beat_width}")
         self._beat_width = beat_width
         self._depth = check_power_of_two("depth", depth, 2, 65536)
         self._addr_width = (depth - 1).bit_length()
@@ -110,10 +121,18 @@ class NearMemoryReducer(wiring.Component):
     depth = property(lambda self: self._depth, doc="Beats in the bank.")
     addr_width = property(lambda self: self._addr_width, doc="Bits of a beat address.")
 
+    int_lane_width = property(lambda self: self._int_lane_width,
+                              doc="Bits of an integer lane (formal proofs), or None for floating-point lanes.")
+
+    @property
+    def lane_width(self) -> int:
+        """Bits of one lane: the format's width, or ``int_lane_width``."""
+        return self._fmt.width if self._int_lane_width is None else self._int_lane_width
+
     @property
     def lanes(self) -> int:
         """Values per beat."""
-        return self._beat_width // self._fmt.width
+        return self._beat_width // self.lane_width
 
     @property
     def requests_per_cycle(self) -> int:
@@ -132,7 +151,7 @@ class NearMemoryReducer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fmt, lane_width = self._fmt, self._fmt.width
+        fmt, lane_width = self._fmt, self.lane_width
         if self._power_up_seed is None:
             power_up = []
         else:
@@ -175,8 +194,11 @@ class NearMemoryReducer(wiring.Component):
         lane_sums = []
         for lane in range(self.lanes):
             bits = slice(lane * lane_width, (lane + 1) * lane_width)
-            total, _ = fp_add_datapath(m, fmt, stored[bits], s1_data[bits], s1_valid,
-                                       registers_after=(False, False))
+            if self._int_lane_width is None:
+                total, _ = fp_add_datapath(m, fmt, stored[bits], s1_data[bits], s1_valid,
+                                           registers_after=(False, False))
+            else:  # wrapping: the carry out is dropped
+                total = (stored[bits] + s1_data[bits])[:lane_width]
             lane_sums.append(total)
         result = Mux(s1_op == WriteOp.UPDATE, Cat(*lane_sums), s1_data)
         m.d.sync += [s2_valid.eq(s1_valid), s2_addr.eq(s1_addr), s2_result.eq(result)]
