@@ -4,6 +4,9 @@
   wheel: simulated cycles per second of the test itself (from its first cycle to its final
   check, as the bench measures it), the same over the whole simulator run (start-up
   included), the clean build time, and the Verilator / Icarus ratios.
+* For every trace-driven lock-step run (``tb/trace``), at its ``make test`` length: checked
+  cycles per second (harness simulation plus model replay), the harness alone, the replay
+  alone, and the clean build time of the harness.
 * The full ``make report`` run, the sweep's configurations per second, ``make verilog`` and
   ``make test`` wall times.
 
@@ -83,6 +86,42 @@ def _cocotb_rate(block, module, scenarios, param_set, testcase, simulator: str, 
             os.environ["SIM"] = previous
 
 
+def trace_speed(runs: int) -> dict:
+    """Median figures of every trace run at its ``make test`` length (a clean build first)."""
+    from tb.trace.bench import run_trace
+    from tb.trace.soak import BENCHES as TRACES
+    from tb.trace.soak import _bench
+
+    out = {}
+    for label in TRACES:
+        shutil.rmtree(REPO_ROOT / "sim_build" / "trace" / label, ignore_errors=True)
+        results = [run_trace(_bench(label), seed=1000 + k) for k in range(runs)]
+        out[label] = {
+            "checked_cycles": results[0].checked_cycles, "checks": results[0].checks,
+            "simulator": results[0].simulator,
+            "checked_cycles_per_s": statistics.median(r.checked_cycles_per_s for r in results),
+            "harness_cycles_per_s": statistics.median(r.cycles / r.sim_s for r in results),
+            "replay_cycles_per_s": statistics.median(r.checked_cycles / r.replay_s for r in results),
+            "clean_build_s": results[0].build_s, "sim_s": statistics.median(r.sim_s for r in results),
+            "replay_s": statistics.median(r.replay_s for r in results),
+            "bins": len(results[0].coverage.counts), "runs": runs,
+        }
+        e = out[label]
+        print(f"trace {label:14s} {e['checked_cycles_per_s']:,.0f} checked cycles/s "
+              f"(harness {e['harness_cycles_per_s']:,.0f}/s, replay {e['replay_cycles_per_s']:,.0f}/s)")
+    return out
+
+
+def trace_table(trace: dict) -> str:
+    lines = ["| trace run | checked cycles | checks | bins | checked cycles/s | harness cycles/s | replay cycles/s "
+             "| clean build (s) |", "|---|---|---|---|---|---|---|---|"]
+    for label, e in trace.items():
+        lines.append(f"| `{label}` | {e['checked_cycles']:,} | {e['checks']:,} | {e['bins']} | "
+                     f"{e['checked_cycles_per_s']:,.0f} | {e['harness_cycles_per_s']:,.0f} | "
+                     f"{e['replay_cycles_per_s']:,.0f} | {e['clean_build_s']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown_table(result: dict) -> str:
     sims = [s for s in ("icarus", "verilator") if all(s in e for e in result["benches"].values())]
     head = ["bench (test)", "cycles"]
@@ -108,7 +147,10 @@ def markdown_table(result: dict) -> str:
     if "make_test_s" in result:
         note = " (kept from an earlier `make bench`)" if result.get("make_test_from_previous_run") else ""
         lines.append(f"| `make test` | {result['make_test_s'] / 60:.1f} min{note} |")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if result.get("trace"):
+        text += "\n" + trace_table(result["trace"])
+    return text
 
 
 #: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
@@ -145,12 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is kept (default: 3)")
     parser.add_argument("--skip-make-test", action="store_true", help="do not time `make test` (minutes per run)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "sim_results" / "bench.json")
+    parser.add_argument("--trace-only", action="store_true",
+                        help="time only the trace runs; keep the other figures of the existing bench.json")
     parser.add_argument("--model-only", action="store_true",
                         help="time only the report and the sweep; keep the other figures of the existing bench.json")
     args = parser.parse_args(argv)
     if args.runs < 1:
         print(f"error: --runs must be at least 1, not {args.runs}", file=sys.stderr)
         return 2
+    if args.trace_only:
+        if not args.out.exists():
+            print(f"error: --trace-only needs an existing {args.out}", file=sys.stderr)
+            return 2
+        result = json.loads(args.out.read_text())
+        result["trace"] = trace_speed(args.runs)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        args.out.with_suffix(".md").write_text(markdown_table(result))
+        return 0
     if args.model_only:
         if not args.out.exists():
             print(f"error: --model-only needs an existing {args.out}", file=sys.stderr)
@@ -177,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         result["benches"][block] = entry
         print(f"{block:22s} " + "  ".join(f"{s}: {entry[s]['cycles_per_s']:,.0f} cycles/s" for s in simulators))
 
+    result["trace"] = trace_speed(args.runs)
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         result.update(model_speed(python, tmp, args.runs))

@@ -30,3 +30,13 @@ _ALL += [pytest.param(p, t, id=f"{p}-{t}-soak", marks=_SKIP_SOAK) for p, t in SO
 @pytest.mark.parametrize(("param_set", "testcase"), _ALL)
 def test_ring(param_set: str, testcase: str) -> None:
     BENCHES[param_set].run(testcase)
+
+
+def test_trace_ring() -> None:
+    """Reduce-scatter after reduce-scatter on 4 GPUs, 64 tiles through each, every top-level
+    output compared with the composed model every cycle, every finished round's result with
+    numpy (Verilog harness; see the module trace.py beside this one)."""
+    from tb.ring.trace import RingTrace
+    from tb.trace.bench import check_block
+
+    check_block(RingTrace())

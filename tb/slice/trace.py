@@ -36,7 +36,7 @@ from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 
-__all__ = ["SliceTrace"]
+__all__ = ["SliceTrace", "same_lanes"]
 
 STREAMS = ["arm", "gemm", "gemm_read", "gemm_remote", "ingress", "program"]
 
@@ -255,9 +255,13 @@ class SliceTrace(TraceBench):
         return {"notifies": cover["tile notified"], "forwarded": cover["tile forwarded by its DMA"]}
 
     def _same_lanes(self, got: int, expected: int) -> bool:
-        """Beats equal lane by lane, any NaN matching any NaN (the adder's specification)."""
-        utype = NUMPY_TYPES[self.params["format"]][1]
-        lanes = self.component.nmc.lanes
-        mask = (1 << self.component.nmc.beat_width) - 1
-        return len(mismatches(self.params["format"], beat_to_lanes(got & mask, utype, lanes),
-                              beat_to_lanes(expected & mask, utype, lanes))) == 0
+        nmc = self.component.nmc
+        return same_lanes(nmc.format.name, nmc.lanes, nmc.beat_width, got, expected)
+
+
+def same_lanes(fmt: str, lanes: int, beat_width: int, got: int, expected: int) -> bool:
+    """Beats equal lane by lane, any NaN matching any NaN (the adder's specification)."""
+    utype = NUMPY_TYPES[fmt][1]
+    mask = (1 << beat_width) - 1
+    g = beat_to_lanes(got & mask, utype, lanes)
+    return len(mismatches(fmt, g, beat_to_lanes(expected & mask, utype, lanes))) == 0

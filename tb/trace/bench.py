@@ -55,6 +55,7 @@ class FastPacker:
         self._flatten(layout, 0, "")
         self._last_key = None
         self._last_value = 0
+        self._groups: list | None = None
 
     def _flatten(self, layout, base: int, prefix: str) -> None:
         from amaranth.lib import data
@@ -79,14 +80,19 @@ class FastPacker:
 
     def pack_nested(self, values: dict) -> int:
         """Pack a dict nested like the layout (``{"tracker": {...}, "beats": 3}``)."""
+        if self._groups is None:
+            groups: dict = {}
+            for name, offset, _ in self.fields:
+                head, _, rest = name.partition(".")
+                groups.setdefault(head if rest else "", []).append((rest or head, offset))
+            if any("." in n for fields in groups.values() for n, _ in fields):
+                raise ValueError("pack_nested handles one level of nesting")
+            self._groups = list(groups.items())
         word = 0
-        for name, offset, mask in self.fields:
-            node = values
-            for part in name.split("."):
-                node = node[part]
-            if node & ~mask:
-                raise ValueError(f"{name} = {node} does not fit its field")
-            word |= node << offset
+        for head, fields in self._groups:
+            node = values[head] if head else values
+            for name, offset in fields:
+                word |= node[name] << offset
         return word
 
     def unpack(self, word: int) -> dict:
@@ -106,6 +112,8 @@ class TraceBench:
     block: str = ""
     #: Cycles of one ``make test`` run.
     cycles: int = 1_000_000
+    #: Longest run ``make soak`` makes (the record of a run is held in memory).
+    soak_run_cycles: int = 1_000_000
     #: Coverage bins: each must be hit at least once.
     bins: tuple[str, ...] = ()
     #: Streams whose hold rule is not checked, each with the reason the RTL documents.

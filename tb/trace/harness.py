@@ -31,8 +31,8 @@ from tb.common.verilator import VERILATOR_CFLAGS, verilator_available, verilator
 
 from .stimulus import Stimulus
 
-__all__ = ["Ports", "Port", "RecordLayout", "Responder", "ReadPortResponder", "build_harness", "run_harness",
-           "trace_simulator"]
+__all__ = ["Ports", "Port", "RecordLayout", "WideColumn", "Responder", "ReadPortResponder", "build_harness",
+           "run_harness", "trace_simulator"]
 
 _PORT_RE = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*;", re.MULTILINE)
 #: Delay in ns after the clock edge at which the harness drives inputs (stage 0); a source
@@ -134,15 +134,35 @@ class RecordLayout:
             return low | (high << np.uint64(32))
         raise ValueError(f"port {name} is {width} bits wide; use wide_column")
 
-    def wide_column(self, record: np.ndarray, name: str) -> list[int]:
-        """The values of a port of any width in every cycle, as Python ints."""
+    def wide_column(self, record: np.ndarray, name: str):
+        """The values of a port of any width in every cycle: a list of ints for ports of up
+        to 64 bits, else a :class:`WideColumn` that decodes a cycle when it is read (a
+        million cycles of a wide port as Python ints would take most of a gigabyte)."""
         word, _, width = self.fields[name]
         if width <= 64:
             return self.column(record, name).tolist()
         count = (width + 31) // 32
-        block = np.ascontiguousarray(record[:, word:word + count]).tobytes()
-        size = 4 * count
-        return [int.from_bytes(block[i:i + size], "little") for i in range(0, len(block), size)]
+        return WideColumn(np.ascontiguousarray(record[:, word:word + count]).tobytes(), 4 * count, width)
+
+
+class WideColumn:
+    """A wide port's values, one per cycle, decoded from the raw record on access."""
+
+    def __init__(self, raw: bytes, size: int, width: int):
+        self.raw = raw
+        self.size = size
+        self.mask = (1 << width) - 1
+
+    def __len__(self) -> int:
+        return len(self.raw) // self.size
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        start = index * self.size
+        return int.from_bytes(self.raw[start:start + self.size], "little") & self.mask
 
 
 class Responder:

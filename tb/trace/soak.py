@@ -1,10 +1,11 @@
 """``make soak``: every block's trace run, many times with fresh seeds, on every core.
 
-``python -m tb.trace.soak [--cycles N] [--runs R] [--jobs J] [--only REGEX]`` runs ``R`` traces of
-``N`` cycles per block (default 10 x 10^6 = 10^7 cycles per block), each with its own seed
-drawn from ``SEED`` (printed; ``SEED=`` replays the whole soak), on ``J`` worker processes
-(default: every core). Each block's harness is compiled once, before the workers start.
-Prints one line per run and a summary; exits 1 if any run failed.
+``python -m tb.trace.soak [--total N] [--cycles C] [--jobs J] [--only REGEX]`` runs traces of
+``C`` cycles (default 10^6; at most a bench's ``soak_run_cycles``, which keeps the ring's
+record in memory) until each block has ``N`` cycles (default 10^7), each run with its own
+seed drawn from ``SEED`` (printed; ``SEED=`` replays the whole soak), on ``J`` worker
+processes (default: every core). Each block's harness is compiled once, before the workers
+start. Prints one line per run and a summary; exits 1 if any run failed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ BENCHES = {
     "reducer": "tb.nmc.trace:ReducerTrace",
     "arbiter": "tb.arbiter.trace:ArbiterTrace",
     "slice": "tb.slice.trace:SliceTrace",
+    "ring": "tb.ring.trace:RingTrace",
 }
 
 
@@ -69,23 +71,26 @@ def _prebuild(label: str, cycles: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tb.trace.soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--total", type=int, default=10_000_000, help="cycles per block (default: %(default)s)")
     parser.add_argument("--cycles", type=int, default=1_000_000, help="cycles per run (default: %(default)s)")
-    parser.add_argument("--runs", type=int, default=10, help="runs per block (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     parser.add_argument("--only", default="", help="regex on block labels")
     args = parser.parse_args(argv)
     if args.cycles < 10_000:
         print(f"error: --cycles must be at least 10000, not {args.cycles}", file=sys.stderr)
         return 2
-    if args.runs < 1 or args.jobs < 1:
-        print("error: --runs and --jobs must be at least 1", file=sys.stderr)
+    if args.total < args.cycles or args.jobs < 1:
+        print("error: --total must be at least --cycles, and --jobs at least 1", file=sys.stderr)
         return 2
     labels = [label for label in BENCHES if re.search(args.only, label)]
-    print(f"soak: SEED={base_seed()} (replay with SEED=...), {args.runs} x {args.cycles:,} cycles per block, "
-          f"{args.jobs} workers: {', '.join(labels)}")
+    print(f"soak: SEED={base_seed()} (replay with SEED=...), {args.total:,} cycles per block in runs of up to "
+          f"{args.cycles:,}, {args.jobs} workers: {', '.join(labels)}")
+    jobs = []
     for label in labels:
-        _prebuild(label, args.cycles)
-    jobs = [(label, args.cycles, derive_seed("soak", label, k), k) for label in labels for k in range(args.runs)]
+        cycles = min(args.cycles, getattr(_bench(label), "soak_run_cycles", args.cycles))
+        _prebuild(label, cycles)
+        runs = -(-args.total // cycles)
+        jobs += [(label, cycles, derive_seed("soak", label, k), k) for k in range(runs)]
     totals: dict[str, int] = dict.fromkeys(labels, 0)
     failures = []
     started = time.perf_counter()

@@ -173,12 +173,13 @@ class Segment:
 
 
 def plan_segments(stimulus: Stimulus, rng: random.Random, *, mean_cycles: int = 20_000,
-                  first_cycles: int | None = None) -> list[Segment]:
+                  first_cycles: int | None = None, short_every: int = 0, short_cycles: int = 0) -> list[Segment]:
     """Cut the run into segments separated by mid-run resets of 1-4 cycles.
 
     Segment lengths are drawn between half and one and a half times ``mean_cycles``; the
     cells of the idle / back-pressure matrix follow one another in order (full rate first),
-    so a run of nine or more segments covers the whole matrix.
+    so a run of nine or more segments covers the whole matrix. With ``short_every`` = *k*,
+    every *k*-th segment lasts only ``short_cycles`` (to cut a long operation with a reset).
     """
     cells = matrix_cells()
     segments = []
@@ -186,6 +187,8 @@ def plan_segments(stimulus: Stimulus, rng: random.Random, *, mean_cycles: int = 
     index = 0
     while start < stimulus.cycles:
         length = first_cycles if index == 0 and first_cycles else rng.randint(mean_cycles // 2, 3 * mean_cycles // 2)
+        if short_every and index % short_every == short_every - 1:
+            length = short_cycles
         end = min(stimulus.cycles, start + length)
         if stimulus.cycles - end < mean_cycles // 4:
             end = stimulus.cycles

@@ -1,0 +1,240 @@
+"""Trace-driven lock-step run of the whole ring: reduce-scatter after reduce-scatter, 64 tiles per GPU.
+
+Each segment (between mid-run resets) is one T3 reduce-scatter on 4 GPUs with 16 tiles per
+chunk (64 tiles and 256 words through every GPU), planned by
+:func:`tb.ring.protocol.plan_reduce_scatter` with fresh data: every GPU programs its
+descriptors, arms its tiles, zeroes the words it accumulates into, then writes its stages
+(stage 1 as remote updates, the others as tracked local updates), while the trackers,
+DMA engines, links and reducers forward and reduce the tiles around the ring. The GEMM also
+reads words at random throughout. The segment's source and sink modes (gaps on every
+source) and the arbiter settings vary from segment to segment; segments are long enough for
+most rounds to finish, and a reset cuts the others.
+
+The protocol's barrier (every bank has executed its zeroing before any update travels) is
+written as dependencies: GPU *h*'s first local write waits for its last arm; its second
+for GPU *h - 1*'s token, the GEMM write ``compute_queue_depth + 1`` after its zeroing (by
+then the zeroing has left the compute queue and reached the bank); every GPU's stage-1
+remote writes wait for the last GPU's token. Every dependency points backwards in the plan.
+
+Replay: a composed model, four :class:`~tb.slice.model.SliceModel` and four
+:class:`~tb.link.model.LinkGoldenModel` wired as :class:`rtl.ring.T3Ring` wires them, is
+compared on every top-level output of every GPU in every cycle out of reset. Beside it, a
+spec-level check: at the end of every round that finished (every GPU notified of all its
+tiles), each GPU's chunk in the model's bank, which the lock-step comparison ties to the
+RTL's, equals the numpy reduce-scatter of the round's partial outputs.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from tb.dma.trace import DescriptorCodec
+from tb.link.model import LinkGoldenModel
+from tb.nmc.model import lanes_to_beat
+from tb.ring.protocol import plan_reduce_scatter
+from tb.slice.model import SliceInputs, SliceModel
+from tb.slice.trace import same_lanes
+from tb.trace.bench import FastPacker, TraceBench
+from tb.trace.check import Trace
+from tb.trace.stimulus import Stimulus, gap_draw, plan_segments
+
+__all__ = ["RingTrace"]
+
+PORTS = ("arm", "gemm", "gemm_read", "gemm_remote", "program")
+
+
+class RingTrace(TraceBench):
+    label = "ring"
+    block = "t3_ring"
+    cycles = 100_000
+    soak_run_cycles = 250_000
+    tiles = 16
+    bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",
+            "ingress beat", "GEMM read returned", "round robin round", "MCA round")
+
+    def __init__(self, params: dict | None = None):
+        super().__init__(params or {"gpus": 4, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16,
+                                    "depth": 256, "entries": 64, "commands": 64, "compute_queue_depth": 8,
+                                    "power_up_seed": 31})
+        ring = self.component
+        self.gpus = ring.gpus
+        s = self.slice = ring.slices[0]
+        self.codec = DescriptorCodec(s.table)
+        self.arm_p = FastPacker(s.tracker.arm_layout)
+        self.gemm_p = FastPacker(s.gemm_layout)
+        self.packet_p = FastPacker(s.packet_layout)
+        self.beats = 1 << self.params["tile_beats_log2"]
+        self.rounds: list = []
+
+    def stimulus(self, rng: random.Random, cycles: int):
+        p, s, n = self.params, self.slice, self.gpus
+        names = [f"{port}__{g}" for g in range(n) for port in PORTS]
+        stim = Stimulus(cycles, names)
+        segments = plan_segments(stim, rng, mean_cycles=9_000, first_cycles=7_000, short_every=4, short_cycles=500)
+        gen = np.random.default_rng(rng.getrandbits(63))
+        mode, thr, lim = stim.control("mode"), stim.control("threshold"), stim.control("starvation_limit")
+        margin = p.get("compute_queue_depth", 8) + 1
+        self.rounds = []
+        for seg in segments:
+            if seg.index:
+                stim.begin_segment()
+            mode[seg.start:seg.end] = seg.index % 2
+            thr[seg.start:seg.end] = rng.randint(0, 31)
+            lim[seg.start:seg.end] = rng.choice((0, 8, 64))
+            plan = plan_reduce_scatter(gen, gpus=n, tiles=self.tiles, beats=self.beats, lanes=s.nmc.lanes,
+                                       fmt=s.nmc.format.name, notify_cmd=s.notify_cmd, entries=p["entries"],
+                                       depth=p["depth"])
+            self.rounds.append((seg, plan))
+            sm = seg.source_mode if seg.source_mode != "idle" else "gaps"   # rounds must fit their segment
+            tokens = []
+            for g, gp in enumerate(plan.plans):
+                src = {port: stim.sources[f"{port}__{g}"] for port in PORTS}
+                last_program = None
+                for prog in gp.programs:
+                    last_program = src["program"].add(self.codec.encode(prog["index"], prog["desc"]),
+                                                      gap=gap_draw(rng, sm))
+                last_arm = None
+                for k, arm in enumerate(gp.arms):
+                    first = k == 0 and last_program is not None
+                    last_arm = src["arm"].add(self.arm_p.pack(arm), gap=gap_draw(rng, sm),
+                                              after=(f"program__{g}", last_program) if first else None)
+                for write in gp.zero_writes:
+                    zeroed = src["gemm"].add(self.gemm_p.pack(write), gap=gap_draw(rng, sm))
+                for k, write in enumerate(gp.local_writes):
+                    after = None
+                    if k == 0:
+                        after = (f"arm__{g}", last_arm)
+                    elif k == 1 and g:
+                        after = (f"gemm__{g - 1}", tokens[g - 1])
+                    src["gemm"].add(self.gemm_p.pack(write), gap=gap_draw(rng, sm), after=after)
+                tokens.append(zeroed + margin)
+                for _ in range(seg.length // 40):
+                    src["gemm_read"].add(rng.randrange(p["depth"]), gap=rng.randint(0, 80))
+            for g, gp in enumerate(plan.plans):
+                remote = stim.sources[f"gemm_remote__{g}"]
+                for k, write in enumerate(gp.remote_writes):
+                    remote.add(self.packet_p.pack(write), gap=gap_draw(rng, sm),
+                               after=(f"gemm__{n - 1}", tokens[-1]) if k == 0 else None)
+        return stim, []
+
+    def replay(self, trace: Trace) -> dict:
+        p, s, n = self.params, self.slice, self.gpus
+        ring = self.component
+        status = FastPacker(s.status_layout)
+        packet, gemm_p, arm_p = self.packet_p, self.gemm_p, self.arm_p
+        col = trace.col
+        rst = col("rst")
+        v = {(port, g): col(f"{port}__{g}__valid") for port in PORTS for g in range(n)}
+        pl = {(port, g): col(f"{port}__{g}__payload") for port in PORTS for g in range(n)}
+        rd = {(port, g): col(f"{port}__{g}__ready") for port in PORTS for g in range(n)}
+        rd_v = [col(f"gemm_read_data__{g}__valid") for g in range(n)]
+        rd_p = [col(f"gemm_read_data__{g}__payload") for g in range(n)]
+        nt_v = [col(f"notify__{g}__valid") for g in range(n)]
+        nt_p = [col(f"notify__{g}__payload") for g in range(n)]
+        st = [col(f"status__{g}") for g in range(n)]
+        mode, thr, lim = col("mode"), col("threshold"), col("starvation_limit")
+        cover = trace.coverage.counts
+        link = ring.links[0]
+        slices = [SliceModel(format=s.nmc.format.name, lanes=s.nmc.lanes, depth=p["depth"], entries=p["entries"],
+                             trigger_depth=s.tracker.trigger_depth, commands=p["commands"], max_beats=p["max_beats"],
+                             queue_depth=s.table.queue_depth, addr_width=s.nmc.addr_width,
+                             tile_beats_log2=p["tile_beats_log2"], compute_queue_depth=p.get("compute_queue_depth", 8),
+                             wait_width=s.arbiter.wait_width, read_latency=s.read_latency) for _ in range(n)]
+        links = [LinkGoldenModel(latency=link.latency, cycles_per_beat=link.cycles_per_beat, depth=link.depth)
+                 for _ in range(n)]
+        nmc = s.nmc
+
+        def lanes_equal(got: int, expected: int) -> bool:
+            return same_lanes(nmc.format.name, nmc.lanes, nmc.beat_width, got, expected)
+
+        self._lanes_equal = lanes_equal
+        rounds = iter(self.rounds)
+        current = None
+        notified = [0] * n
+        in_reset = True
+        checked = 0
+        names = tuple(f"{port}__{g}.ready" for g in range(n) for port in PORTS) + tuple(
+            f"{x}__{g}.valid" for g in range(n) for x in ("gemm_read_data", "notify"))
+        for c in range(trace.cycles):
+            if rst[c]:
+                if not in_reset:
+                    self._end_round(current, notified, slices, cover)
+                in_reset = True
+                continue
+            if in_reset:
+                for model in slices:
+                    model.reset()
+                for model in links:
+                    model.reset()
+                in_reset = False
+                current = next(rounds, None)
+                notified = [0] * n
+            link_out = [lk.outputs() for lk in links]
+            outs = []
+            for g in range(n):
+                ingress = link_out[(g - 1) % n]
+                inp = SliceInputs(
+                    gemm=gemm_p.unpack(pl["gemm", g][c]) if v["gemm", g][c] else None,
+                    gemm_read=pl["gemm_read", g][c] if v["gemm_read", g][c] else None,
+                    gemm_remote=packet.unpack(pl["gemm_remote", g][c]) if v["gemm_remote", g][c] else None,
+                    ingress=dict(ingress.output) if ingress.output_valid else None,
+                    arm=arm_p.unpack(pl["arm", g][c]) if v["arm", g][c] else None,
+                    program=self.codec.decode(pl["program", g][c]) if v["program", g][c] else None,
+                    egress_ready=link_out[g].input_ready, threshold=thr[c], starvation_limit=lim[c], mode=mode[c])
+                outs.append(slices[g].cycle(inp))
+            got, want = [], []
+            for g, out in enumerate(outs):
+                got += [rd[port, g][c] for port in PORTS]
+                want += [out.arm_ready, out.gemm_ready, out.gemm_read_ready, out.gemm_remote_ready, out.program_ready]
+            for g, out in enumerate(outs):
+                got += [rd_v[g][c], nt_v[g][c]]
+                want += [out.gemm_read_data_valid, out.notify_valid]
+            trace.compare(c, names, tuple(got), tuple(want))
+            for g, out in enumerate(outs):
+                if out.gemm_read_data_valid:
+                    cover["GEMM read returned"] += 1
+                    if out.gemm_read_data is not None and rd_p[g][c] != out.gemm_read_data \
+                            and not lanes_equal(rd_p[g][c], out.gemm_read_data):
+                        trace.fail(c, f"gemm_read_data[{g}].payload", out.gemm_read_data, rd_p[g][c])
+                if out.notify_valid:
+                    trace.check(c, f"notify[{g}].payload", nt_p[g][c], out.notify_tile)
+                    notified[g] += 1
+                    cover["tile notified"] += 1
+                expected = status.pack_nested(out.status)
+                if st[g][c] != expected:
+                    trace.fail(c, f"status[{g}]", expected, st[g][c], status.diff(st[g][c], expected))
+            for g, lk in enumerate(links):
+                out = outs[g]
+                accepted, _ = lk.step(input_valid=out.egress_valid, payload=out.egress,
+                                      output_ready=outs[(g + 1) % n].ingress_ready)
+                if outs[(g + 1) % n].ingress_ready and link_out[g].output_valid:
+                    cover["ingress beat"] += 1
+                    if link_out[g].output.get("last"):
+                        cover["tile forwarded"] += 1
+            checked += 1
+        self._end_round(current, notified, slices, cover)
+        trace.checked_cycles = checked
+        trace.stream_fields(names + tuple(f"status[{g}]" for g in range(n)))
+        return {"rounds_completed": cover["reduce-scatter completed"]}
+
+    def _end_round(self, current, notified, slices, cover) -> None:
+        """Spec-level check of a round that finished: each GPU's chunk is the reduce-scatter."""
+        if current is None:
+            return
+        seg, plan = current
+        if min(notified) < plan.tiles:
+            cover["reduce-scatter cut by a reset"] += 1
+            return
+        cover["reduce-scatter completed"] += 1
+        cover["round robin round" if seg.index % 2 else "MCA round"] += 1
+        for g in range(self.gpus):
+            words = slices[g].bank.words
+            got = [words[a] for a in plan.chunk_addresses(g)]
+            want = [lanes_to_beat(row) for row in plan.expected[g]]
+            bad = [i for i, (x, y) in enumerate(zip(got, want, strict=True))
+                   if x is None or (x != y and not self._lanes_equal(x, y))]
+            if bad:
+                raise AssertionError(f"ring: round {seg.index}: GPU {g}'s chunk differs from the reduce-scatter at "
+                                     f"{len(bad)} words (first: word {bad[0]})")
