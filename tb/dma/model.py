@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["DmaCommandTableModel", "DmaEngineModel", "DmaPathModel", "STORE", "UPDATE"]
 
@@ -28,8 +28,7 @@ def spec_start_latency(read_latency: int) -> int:
     return read_latency + 2
 
 
-@dataclass(frozen=True)
-class TableOutputs:
+class TableOutputs(NamedTuple):
     program_ready: int
     trigger_ready: int
     issue_valid: int
@@ -103,8 +102,7 @@ class DmaCommandTableModel:
         return issued
 
 
-@dataclass(frozen=True)
-class EngineOutputs:
+class EngineOutputs(NamedTuple):
     cmd_ready: int
     mem_en: int
     mem_addr: int | None   # meaningful only when mem_en

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ArbitratedEngineModel", "ArbitratedEngineOutputs", "COUNTER_MASK"]
 
 COUNTER_MASK = (1 << 32) - 1
 
 
-@dataclass(frozen=True)
-class ArbitratedEngineOutputs:
+class ArbitratedEngineOutputs(NamedTuple):
     cmd_ready: int
     mem_en: int
     mem_addr: int | None   # meaningful only when mem_en

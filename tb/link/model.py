@@ -13,7 +13,7 @@ the start of the cycle, so a full link does not accept in the cycle its head lea
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["LinkGoldenModel", "LinkOutputs", "default_depth"]
 
@@ -23,8 +23,7 @@ def default_depth(latency: int, cycles_per_beat: int) -> int:
     return latency // cycles_per_beat + 2
 
 
-@dataclass(frozen=True)
-class LinkOutputs:
+class LinkOutputs(NamedTuple):
     input_ready: int
     output_valid: int
     output: int | None     # the head beat's payload, when output_valid

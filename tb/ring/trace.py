@@ -48,7 +48,7 @@ PORTS = ("arm", "gemm", "gemm_read", "gemm_remote", "program")
 class RingTrace(TraceBench):
     label = "ring"
     block = "t3_ring"
-    cycles = 100_000
+    cycles = 200_000
     soak_run_cycles = 250_000
     tiles = 16
     bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",

@@ -44,7 +44,7 @@ STREAMS = ["arm", "gemm", "gemm_read", "gemm_remote", "ingress", "program"]
 class SliceTrace(TraceBench):
     label = "slice"
     block = "t3_slice"
-    cycles = 400_000
+    cycles = 1_000_000
     bins = (
         "tile forwarded by its DMA", "tile notified", "ingress update counted", "GEMM store counted",
         "arm held back: every trigger slot reserved", "egress back-pressured", "remote store sent",

@@ -16,15 +16,14 @@ every cycle (a change to any of them is a change of the block's port behaviour):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["A", "B", "StreamMuxModel", "MuxOutputs"]
 
 A, B = 0, 1
 
 
-@dataclass(frozen=True)
-class MuxOutputs:
+class MuxOutputs(NamedTuple):
     out_valid: int
     select: int          # A or B: the input whose payload is on ``out`` and whose ready follows out.ready
     a_ready: int

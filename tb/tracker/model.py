@@ -20,7 +20,7 @@ The specification it follows:
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["TrackerOutputs", "TrackerTableModel", "LOCAL", "REMOTE", "SPEC_TRIGGER_LATENCY"]
 
@@ -32,8 +32,7 @@ COUNTER_MASK = (1 << 32) - 1
 SPEC_TRIGGER_LATENCY = 2
 
 
-@dataclass(frozen=True)
-class TrackerOutputs:
+class TrackerOutputs(NamedTuple):
     """Every output port of the tracker in one cycle."""
 
     arm_ready: int
