@@ -52,7 +52,8 @@ class RingTrace(TraceBench):
     soak_run_cycles = 250_000
     tiles = 16
     bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",
-            "ingress beat", "GEMM read returned", "round robin round", "MCA round")
+            "stage 1 beat (remote update)", "stage 2 beat (DMA forward)", "stage 3 beat (DMA forward)",
+            "GEMM read returned", "round robin round", "MCA round")
 
     def __init__(self, params: dict | None = None):
         super().__init__(params or {"gpus": 4, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16,
@@ -150,6 +151,9 @@ class RingTrace(TraceBench):
             return same_lanes(nmc.format.name, nmc.lanes, nmc.beat_width, got, expected)
 
         self._lanes_equal = lanes_equal
+        chunk_words = self.tiles * self.beats
+        stage_bins = {1: "stage 1 beat (remote update)", 2: "stage 2 beat (DMA forward)",
+                      3: "stage 3 beat (DMA forward)"}
         rounds = iter(self.rounds)
         current = None
         notified = [0] * n
@@ -210,8 +214,10 @@ class RingTrace(TraceBench):
                 accepted, _ = lk.step(input_valid=out.egress_valid, payload=out.egress,
                                       output_ready=outs[(g + 1) % n].ingress_ready)
                 if outs[(g + 1) % n].ingress_ready and link_out[g].output_valid:
-                    cover["ingress beat"] += 1
-                    if link_out[g].output.get("last"):
+                    beat = link_out[g].output
+                    stage = (g - beat["dst_addr"] // chunk_words) % n   # GPU g sent chunk g - stage
+                    cover[stage_bins[stage]] += 1
+                    if beat["last"]:
                         cover["tile forwarded"] += 1
             checked += 1
         self._end_round(current, notified, slices, cover)
