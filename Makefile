@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak formal report sweep sensitivity characterize verilog lint bench synth clean distclean iverilog cxx venv
+.PHONY: help test soak formal report sweep sensitivity characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -83,6 +83,9 @@ synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -
 
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench
+
+mutate: $(STAMP) iverilog cxx ## Mutation check: realistic RTL bugs, each must fail its tests (sim_results/mutation.md; ONLY=regex; about 8 min)
+	$(PY) -m tb.mutate --baseline $(if $(ONLY),--only '$(ONLY)')
 
 clean: ## Remove build outputs (build/, sim_build/, caches); keeps .venv
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
