@@ -52,7 +52,7 @@ test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches (SE
 	$(PY) -m pytest
 
 soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then the big ring regressions (SEED=)
-	$(PY) -m tb.trace.soak --runs 10 --cycles 1000000
+	$(PY) -m tb.trace.soak --total 10000000
 	T3_SOAK=1 $(PY) -m pytest tb/ring -k soak
 
 formal: $(STAMP) ## Every formal proof: induction where it closes, else deep BMC; says which (sim_results/formal.json; ONLY=regex)
