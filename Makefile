@@ -71,15 +71,15 @@ characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_t
 	$(PY) -m tb.characterize
 
 verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
-	$(PY) -m rtl.generate --out build/verilog
+	$(PY) -m rtl.flow.generate --out build/verilog
 
 lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every generated Verilog
 	$(PY) -m ruff check .
-	$(PY) -m rtl.lint
+	$(PY) -m rtl.flow.lint
 
 synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -> sim_results/synth.json, .md (ONLY=regex)
 	$(PY) -m pip install --quiet -e '.[synth]'
-	$(PY) -m rtl.synth --startup $(if $(ONLY),--only '$(ONLY)')
+	$(PY) -m rtl.flow.synth --startup $(if $(ONLY),--only '$(ONLY)')
 
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench

@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtl.flow.verilator import verilator_available
 from tb.common.runner import REPO_ROOT, CocotbBench
-from tb.common.verilator import verilator_available
 
 __all__ = ["main", "markdown_table", "BENCHES"]
 
@@ -234,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         result.update(model_speed(python, tmp, args.runs))
-        result["make_verilog_s"] = _median_time(lambda: _run([python, "-m", "rtl.generate", "--out", tmp]), args.runs)
+        generate = [python, "-m", "rtl.flow.generate", "--out", tmp]
+        result["make_verilog_s"] = _median_time(lambda: _run(generate), args.runs)
     if not args.skip_make_test:
         result["make_test_s"] = _median_time(lambda: _run(["make", "test"]), args.runs)
     elif args.out.exists() and "make_test_s" in (previous := json.loads(args.out.read_text())):

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module
 
+from rtl.flow.verilator import verilator_available
 from rtl.fp_add import FpAdder
 from rtl.fp_format import FORMATS
 from tb.common.seeds import derive_seed
 from tb.common.stats import add_stats
-from tb.common.verilator import verilator_available
 from tb.fp_add.directed import (
     AdditionProfile,
     carry_sticky_pairs,

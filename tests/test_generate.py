@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from rtl.generate import BLOCKS, main, write_verilog
+from rtl.flow.generate import BLOCKS, main, write_verilog
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
@@ -41,7 +41,7 @@ def test_cli_unknown_block(tmp_path, capsys):
 
 
 def test_build_component_rejects_unknown_block():
-    from rtl.generate import build_component
+    from rtl.flow.generate import build_component
 
     with pytest.raises(ValueError, match=r"^block must be one of .*tracker_table.*, not 'x'$"):
         build_component("x")

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from rtl.lint import WAIVERS, lint_block
+from rtl.flow.lint import WAIVERS, lint_block
+from rtl.flow.verilator import verilator_available, verilator_env
 from tb.common.runner import REPO_ROOT
-from tb.common.verilator import verilator_available, verilator_env
 
 
 def test_ruff_clean():

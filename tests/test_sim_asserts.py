@@ -1,10 +1,10 @@
-"""``rtl.generate.simulation_asserts``: Amaranth's assertions become checks that stop the simulator."""
+"""``rtl.flow.generate.simulation_asserts``: Amaranth's assertions become checks that stop the simulator."""
 
 from __future__ import annotations
 
 import pytest
 
-from rtl.generate import ASSERT_PREFIX, simulation_asserts, to_verilog
+from rtl.flow.generate import ASSERT_PREFIX, simulation_asserts, to_verilog
 
 # What Amaranth 0.5 writes for two sync-domain Asserts (one with a formatted message, one
 # with none) in a module with a sync domain.

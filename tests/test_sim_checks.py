@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
+from rtl.flow.verilator import verilator_available
 from tb.common.runner import CocotbBench
 from tb.common.tb_selftest import SelfTestDut
-from tb.common.verilator import verilator_available
 
 SIMULATORS = [
     pytest.param("icarus", marks=pytest.mark.skipif(shutil.which("iverilog") is None, reason="no iverilog")),

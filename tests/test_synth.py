@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rtl.synth import main, merge_rows, synthesize
+from rtl.flow.synth import main, merge_rows, synthesize
 
 
 def test_tracker_256_counters_are_block_ram(tmp_path):

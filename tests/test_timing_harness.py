@@ -15,8 +15,8 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from rtl.arbiter import MemoryArbiter
+from rtl.flow.timing_harness import InputRegisters
 from rtl.fp_add import FpAdder
-from rtl.timing_harness import InputRegisters
 from tb.common.seeds import derive_seed
 from tb.fp_add.golden import golden_add, mismatches
 

@@ -2,7 +2,7 @@
 
 Each bench folder has a ``test_<block>.py`` that parametrizes a pytest function over
 ``(parameter set, cocotb testcase)`` and calls :meth:`CocotbBench.run`. The Verilog comes
-from :func:`rtl.generate.write_verilog` (the code behind ``make verilog``) and each
+from :func:`rtl.flow.generate.write_verilog` (the code behind ``make verilog``) and each
 parameter set gets its own build folder under ``sim_build/<block>/<param-set>/``.
 
 Environment
@@ -31,13 +31,13 @@ from xml.etree import ElementTree
 from cocotb_tools.check_results import get_results
 from cocotb_tools.runner import get_runner
 
-from rtl.generate import component_verilog, simulation_asserts, write_verilog
+from rtl.flow.generate import component_verilog, simulation_asserts, write_verilog
+from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_env
 
 from .lockstep import REPLAY_ENV, STATS_ENV, STREAMS_ENV
 from .protocol import stream_ports
 from .seeds import base_seed, derive_seed
 from .stats import add_stats
-from .verilator import VERILATOR_CFLAGS, verilator_env
 
 __all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
 
@@ -56,7 +56,7 @@ class CocotbBench:
     Parameters
     ----------
     block : str
-        Name in :data:`rtl.generate.BLOCKS`; also the Verilog top-level module.
+        Name in :data:`rtl.flow.generate.BLOCKS`; also the Verilog top-level module.
     test_module : str
         Dotted name of the cocotb test module, e.g. ``"tb.tracker.tb_tracker"``.
     param_set : str
@@ -64,7 +64,7 @@ class CocotbBench:
     params : dict
         Constructor parameters of the block.
     factory : callable, optional
-        Builds the component from ``params`` instead of :data:`rtl.generate.BLOCKS` (for
+        Builds the component from ``params`` instead of :data:`rtl.flow.generate.BLOCKS` (for
         benches of the bench library itself); ``block`` is then only the module name.
     simulator : str, optional
         Overrides ``$SIM``.

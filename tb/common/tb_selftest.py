@@ -5,7 +5,7 @@ The DUT is a counter stream ``out`` (payload = number of transfers so far) with 
 break it on purpose: ``drop`` forces ``valid`` low, ``bump`` advances the payload without a
 transfer, and the RTL ``Assert(~a)`` fails while ``a`` is high. The tests show that the
 stream protocol checker, the fail-fast scoreboard, the mid-run reset and the simulation
-rewrite of RTL assertions (``rtl.generate.simulation_asserts``) work end to end.
+rewrite of RTL assertions (``rtl.flow.generate.simulation_asserts``) work end to end.
 """
 
 from __future__ import annotations

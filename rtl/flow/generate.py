@@ -1,6 +1,6 @@
 """Verilog generation for every RTL block, shared by ``make verilog`` and the benches.
 
-``python -m rtl.generate [--out DIR] [BLOCK ...]`` writes ``DIR/<block>.v`` for each
+``python -m rtl.flow.generate [--out DIR] [BLOCK ...]`` writes ``DIR/<block>.v`` for each
 registered block with its default parameters. The benches call :func:`write_verilog`
 with their own parameter sets, so the Verilog they simulate comes from the same code.
 
@@ -23,18 +23,18 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-from .arbiter import MemoryArbiter
-from .dma_engine import DmaEngine
-from .dma_path import DmaPath
-from .dma_table import DmaCommandTable
-from .fp_add import FpAdder
-from .link import LinkModel
-from .nmc import NearMemoryReducer
-from .ring import T3Ring
-from .stream_mux import StreamMux
-from .t3_slice import T3Slice
-from .track_trigger import TrackAndTrigger
-from .tracker import TrackerTable
+from ..arbiter import MemoryArbiter
+from ..dma_engine import DmaEngine
+from ..dma_path import DmaPath
+from ..dma_table import DmaCommandTable
+from ..fp_add import FpAdder
+from ..link import LinkModel
+from ..nmc import NearMemoryReducer
+from ..ring import T3Ring
+from ..stream_mux import StreamMux
+from ..t3_slice import T3Slice
+from ..track_trigger import TrackAndTrigger
+from ..tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
            "simulation_asserts", "ASSERT_PREFIX", "main"]
@@ -148,7 +148,7 @@ def _module_asserts(module: str) -> str:
     if _ANY_ASSERT_RE.search(_STRING_RE.sub('""', body)):
         line = next(x for x in body.splitlines() if _ANY_ASSERT_RE.search(_STRING_RE.sub('""', x)))
         raise ValueError(f"module {name}: unrecognised assertion {line.strip()!r}; "
-                         "update rtl.generate._ASSERT_RE for this Amaranth version")
+                         "update rtl.flow.generate._ASSERT_RE for this Amaranth version")
     if not live:
         return body
     decls = []
@@ -201,7 +201,7 @@ def write_verilog(block: str, path: os.PathLike | str, *, simulation: bool = Fal
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtl.generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m rtl.flow.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/verilog", help="output folder (default: %(default)s)")
     parser.add_argument("blocks", nargs="*", metavar="BLOCK",
                         help=f"blocks to write (default: all of {', '.join(BLOCKS)})")

