@@ -33,7 +33,8 @@ class NearMemoryReducer(wiring.Component):
 
     The bank makes no promise about its contents after power-up, as DRAM makes none, and a
     reset leaves its words alone except those of requests accepted in the last
-    :attr:`write_latency` cycles, whose write-back may or may not happen. Whoever
+    :attr:`write_latency` cycles, whose write-back may or may not happen; a ``read`` issued
+    while ``rst`` is high returns nothing promised either. Whoever
     accumulates into it with ``UPDATE`` must first ``STORE`` the words (T3's driver zeroes
     the output buffer before the GEMM, as any accumulate-into-buffer scheme does). For
     simulation, ``power_up_seed`` fills the bank with pseudo-random words, so that a

@@ -86,6 +86,7 @@ SLICE = ("tb/slice/test_slice.py::test_trace_slice", "tb/slice/test_slice.py::te
 # The ring runs first; its status check cannot tell local from remote updates (see the report).
 RING_THEN_SLICE = ("tb/ring/test_ring.py::test_ring[n4-tiles12_mca]",
                    "tb/ring/test_ring.py::test_ring[n4-tiles12_round_robin]", *SLICE)
+TRACE_RING = ("tb/ring/test_ring.py::test_trace_ring",)
 ENGINE_ARBITRATED = ("tb/dma_engine", "tests/test_slice_ring.py", "-k", "dma_engine or engine_read_request")
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -257,6 +258,43 @@ MUTANTS: tuple[Mutant, ...] = (
         note="the ring tests (n4-tiles12, run first) pass: in a ring reduce-scatter every GPU counts as many "
              "local writes as remote updates, (N-1) chunks of beats each, so the swapped end-of-run counters "
              "still match; the slice's trace run and bench, which compare status every cycle, kill it"),
+    # -- found by the review of the trace runs (sticky tiles, ingress stores, ring wiring) --
+    Mutant("tracker-err-rearm-tile-not-sticky", "tracker", Patch(
+        "tracker.py", "with m.If(arm_busy & ~status.err_rearm):", "with m.If(arm_busy):",
+        "the re-arm error's tile is overwritten by a later re-arm (the first offender is lost)"), TRACE_TRACKER),
+    Mutant("tracker-err-unarmed-tile-not-sticky", "tracker", Patch(
+        "tracker.py", "with m.If(update_fire & ~update_armed & ~status.err_unarmed_update):",
+        "with m.If(update_fire & ~update_armed):",
+        "the unarmed-update error's tile is overwritten by a later one"), TRACE_TRACKER),
+    Mutant("tracker-update-armed-by-any-arm", "tracker", Patch(
+        "tracker.py", "update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))",
+        "update_armed = armed_now(upd.tile) | arm_ok",
+        "a same-cycle arm of any tile makes an update count as armed"), TRACE_TRACKER),
+    Mutant("tracker-trigger-fifo-one-short", "tracker", Patch(
+        "tracker.py", "width=self.trigger_layout.size, depth=self._trigger_depth)",
+        "width=self.trigger_layout.size, depth=self._trigger_depth - 1)",
+        "trigger queue one entry shorter than the reservations it backs"), TRACE_TRACKER),
+    Mutant("slice-ingress-store-as-update", "t3_slice", Patch(
+        "t3_slice.py", "comm_mux.a.payload.kind.eq(Mux(packet.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),",
+        "comm_mux.a.payload.kind.eq(MemKind.UPDATE),",
+        "an incoming store is applied as an update (added, not written)"), SLICE),
+    Mutant("slice-ingress-store-untracked", "t3_slice", Patch(
+        "t3_slice.py", "comm_mux.a.payload.tracked.eq(1),",
+        "comm_mux.a.payload.tracked.eq(packet.op == WriteOp.UPDATE),",
+        "an incoming store is not counted by the tracker"), SLICE),
+    Mutant("slice-notify-dropped-when-table-busy", "t3_slice", Patch(
+        "t3_slice.py", "self.notify.valid.eq(tracker.trigger.valid & notify),",
+        "self.notify.valid.eq(tracker.trigger.valid & notify & table.trigger.ready),",
+        "a notify-only trigger waits for the command table it does not use"), SLICE),
+    Mutant("link-matured-reset-less", "link", Patch(
+        "link.py", "matured = Signal(range(self._depth + 1))",
+        "matured = Signal(range(self._depth + 1), reset_less=True)",
+        "the link's count of matured beats survives a reset"), (*TRACE_RING, *LINK[:1]),
+        env={"TRACE_CYCLES": "60000"}),
+    Mutant("ring-threshold-miswired", "t3_ring", Patch(
+        "ring.py", "slice_.threshold.eq(self.threshold)", "slice_.threshold.eq(self.starvation_limit)",
+        "the ring wires the starvation limit into every slice's queue threshold"), TRACE_RING,
+        env={"TRACE_CYCLES": "60000"}),
 )
 
 

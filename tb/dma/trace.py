@@ -66,8 +66,9 @@ def memory_responder(rng: random.Random, *, addr_width: int, data_width: int,
 class EgressChecker:
     """Compares ``mem_read``, ``egress`` and ``done`` with the engine model, and counts beat coverage."""
 
-    def __init__(self, trace: Trace, engine, cover: dict):
+    def __init__(self, trace: Trace, engine, cover: dict, *, max_beats: int | None = None):
         self.packet = FastPacker(engine.packet_layout)
+        self.max_beats = max_beats
         self.cover = cover
         col = trace.col
         self.mem_en, self.mem_addr = col("mem_read__en"), col("mem_read__addr")
@@ -104,6 +105,8 @@ class EgressChecker:
                 cover["beat sent"] += 1
                 if where == "last" and self.beat_index == 0:
                     cover["command of one beat"] += 1
+                if p["last"] and self.max_beats and self.beat_index + 1 == self.max_beats:
+                    cover["command of max_beats"] += 1
                 self.beat_index = 0 if p["last"] else self.beat_index + 1
                 if not self.stalled and where != "first" and not p["last"]:
                     cover["beats back to back"] += 1
@@ -187,8 +190,9 @@ class DmaPathTrace(TraceBench):
         tr_v, tr_p, tr_r = col("trigger__valid"), col("trigger__payload"), col("trigger__ready")
         st = col("status")
         cover = trace.coverage.counts
-        egress = EgressChecker(trace, spec.engine, cover)
+        egress = EgressChecker(trace, spec.engine, cover, max_beats=p["max_beats"])
         names = ("program.ready", "trigger.ready")
+        last_read = None    # (the engine's command, the address it read last)
         model = None
         checked = 0
         errors = {"err_unprogrammed": 0, "err_bad_descriptor": 0}
@@ -225,10 +229,12 @@ class DmaPathTrace(TraceBench):
                     cover["trigger held back: issue queue full"] += 1
             if program:
                 cover["program accepted"] += 1
-                d = program["desc"]
-                cover["command of max_beats"] += d["beats"] == p["max_beats"]
-                cover["source address wraps"] += 0 < d["beats"] <= p["max_beats"] and \
-                    d["src_addr"] + d["beats"] - 1 > addr_mask
+            if engine_out.mem_en:
+                command = model.engine.current
+                if last_read is not None and last_read[0] is command and last_read[1] == addr_mask \
+                        and engine_out.mem_addr == 0:
+                    cover["source address wraps"] += 1     # within one command, as executed
+                last_read = (command, engine_out.mem_addr)
             _, done = model.step(program=program, trigger=trigger, egress_ready=egress.eg_r[c])
             egress.check(c, engine_out, done)
             for flag in errors:

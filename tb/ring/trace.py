@@ -27,6 +27,7 @@ RTL's, equals the numpy reduce-scatter of the round's partial outputs.
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import numpy as np
 
@@ -53,7 +54,8 @@ class RingTrace(TraceBench):
     tiles = 16
     bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",
             "stage 1 beat (remote update)", "stage 2 beat (DMA forward)", "stage 3 beat (DMA forward)",
-            "GEMM read returned", "round robin round", "MCA round")
+            "GEMM read returned", "round robin round", "MCA round", "finished round read back from the RTL",
+            "reset with a beat waiting at a link's output")
 
     def __init__(self, params: dict | None = None):
         super().__init__(params or {"gpus": 4, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16,
@@ -73,7 +75,7 @@ class RingTrace(TraceBench):
         p, s, n = self.params, self.slice, self.gpus
         names = [f"{port}__{g}" for g in range(n) for port in PORTS]
         stim = Stimulus(cycles, names)
-        segments = plan_segments(stim, rng, mean_cycles=9_000, first_cycles=7_000, short_every=4, short_cycles=500)
+        segments = plan_segments(stim, rng, mean_cycles=9_000, first_cycles=7_000, short_every=3, short_cycles=500)
         gen = np.random.default_rng(rng.getrandbits(63))
         mode, thr, lim = stim.control("mode"), stim.control("threshold"), stim.control("starvation_limit")
         margin = p.get("compute_queue_depth", 8) + 1
@@ -101,8 +103,15 @@ class RingTrace(TraceBench):
                     first = k == 0 and last_program is not None
                     last_arm = src["arm"].add(self.arm_p.pack(arm), gap=gap_draw(rng, sm),
                                               after=(f"program__{g}", last_program) if first else None)
-                for write in gp.zero_writes:
-                    zeroed = src["gemm"].add(self.gemm_p.pack(write), gap=gap_draw(rng, sm))
+                # First read back the chunk the last round left here (the banks keep their
+                # words across the reset): the replay compares it with numpy.
+                readback = None
+                if seg.index:
+                    for addr in plan.chunk_addresses(g):
+                        readback = src["gemm_read"].add(addr, gap=0)
+                for k, write in enumerate(gp.zero_writes):
+                    after = (f"gemm_read__{g}", readback) if k == 0 and readback is not None else None
+                    zeroed = src["gemm"].add(self.gemm_p.pack(write), gap=gap_draw(rng, sm), after=after)
                 for k, write in enumerate(gp.local_writes):
                     after = None
                     if k == 0:
@@ -155,6 +164,9 @@ class RingTrace(TraceBench):
         stage_bins = {1: "stage 1 beat (remote update)", 2: "stage 2 beat (DMA forward)",
                       3: "stage 3 beat (DMA forward)"}
         rounds = iter(self.rounds)
+        pending_reads = [deque() for _ in range(n)]    # addresses of accepted GEMM reads, oldest first
+        verify = None     # per GPU {addr: numpy word} of the round that finished before the reset
+        readback_left = [0] * n
         current = None
         notified = [0] * n
         in_reset = True
@@ -164,7 +176,12 @@ class RingTrace(TraceBench):
         for c in range(trace.cycles):
             if rst[c]:
                 if not in_reset:
-                    self._end_round(current, notified, slices, cover)
+                    cover["reset with a beat waiting at a link's output"] += any(lk.outputs().output_valid
+                                                                                 for lk in links)
+                    verify = self._end_round(current, notified, slices, cover)
+                    readback_left = [len(verify[g]) if verify else 0 for g in range(n)]
+                    for reads in pending_reads:
+                        reads.clear()
                 in_reset = True
                 continue
             if in_reset:
@@ -199,6 +216,13 @@ class RingTrace(TraceBench):
             for g, out in enumerate(outs):
                 if out.gemm_read_data_valid:
                     cover["GEMM read returned"] += 1
+                    addr = pending_reads[g].popleft()
+                    if verify is not None and readback_left[g]:
+                        readback_left[g] -= 1          # the segment's first reads are the read-back
+                        if rd_p[g][c] != verify[g][addr] and not lanes_equal(rd_p[g][c], verify[g][addr]):
+                            trace.fail(c, f"gemm_read_data[{g}] of word {addr}", verify[g][addr], rd_p[g][c],
+                                       "the last round's reduce-scatter (numpy)")
+                        cover["finished round read back from the RTL"] += 1
                     if out.gemm_read_data is not None and rd_p[g][c] != out.gemm_read_data \
                             and not lanes_equal(rd_p[g][c], out.gemm_read_data):
                         trace.fail(c, f"gemm_read_data[{g}].payload", out.gemm_read_data, rd_p[g][c])
@@ -209,6 +233,9 @@ class RingTrace(TraceBench):
                 expected = status.pack_nested(out.status)
                 if st[g][c] != expected:
                     trace.fail(c, f"status[{g}]", expected, st[g][c], status.diff(st[g][c], expected))
+            for g in range(n):
+                if v["gemm_read", g][c] and rd["gemm_read", g][c]:
+                    pending_reads[g].append(pl["gemm_read", g][c])
             for g, lk in enumerate(links):
                 out = outs[g]
                 accepted, _ = lk.step(input_valid=out.egress_valid, payload=out.egress,
@@ -222,17 +249,20 @@ class RingTrace(TraceBench):
             checked += 1
         self._end_round(current, notified, slices, cover)
         trace.checked_cycles = checked
+        if pending_reads and any(len(r) > 8 for r in pending_reads):
+            raise AssertionError(f"ring: GEMM reads never answered: {[len(r) for r in pending_reads]}")
         trace.stream_fields(names + tuple(f"status[{g}]" for g in range(n)))
         return {"rounds_completed": cover["reduce-scatter completed"]}
 
-    def _end_round(self, current, notified, slices, cover) -> None:
-        """Spec-level check of a round that finished: each GPU's chunk is the reduce-scatter."""
+    def _end_round(self, current, notified, slices, cover) -> dict | None:
+        """Spec-level check of a round that finished: each GPU's chunk in the model's bank is
+        the reduce-scatter; return {gpu: {addr: word}} for the read-back from the RTL."""
         if current is None:
-            return
+            return None
         seg, plan = current
         if min(notified) < plan.tiles:
             cover["reduce-scatter cut by a reset"] += 1
-            return
+            return None
         cover["reduce-scatter completed"] += 1
         cover["round robin round" if seg.index % 2 else "MCA round"] += 1
         for g in range(self.gpus):
@@ -244,3 +274,5 @@ class RingTrace(TraceBench):
             if bad:
                 raise AssertionError(f"ring: round {seg.index}: GPU {g}'s chunk differs from the reduce-scatter at "
                                      f"{len(bad)} words (first: word {bad[0]})")
+        return {g: dict(zip(plan.chunk_addresses(g), (lanes_to_beat(row) for row in plan.expected[g]), strict=True))
+                for g in range(self.gpus)}

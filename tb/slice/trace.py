@@ -31,7 +31,7 @@ from tb.dma.trace import DescriptorCodec
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import beat_to_lanes
 from tb.nmc.trace import lane_values
-from tb.slice.model import READ, SliceInputs, SliceModel
+from tb.slice.model import READ, STORE, SliceInputs, SliceModel
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
@@ -49,7 +49,7 @@ class SliceTrace(TraceBench):
         "tile forwarded by its DMA", "tile notified", "ingress update counted", "GEMM store counted",
         "arm held back: every trigger slot reserved", "egress back-pressured", "remote store sent",
         "GEMM read returned", "read after write", "MCA: comm granted", "round robin mode", "reset with tiles armed",
-        "egress beat of an unknown word",
+        "egress beat of an unknown word", "ingress store counted", "DMA forwards as stores",
     )
 
     def __init__(self, params: dict | None = None):
@@ -89,7 +89,7 @@ class SliceTrace(TraceBench):
             last_program = None
             for cmd in range(p["commands"] - 1):
                 desc = {"src_addr": 0, "dst_addr": rng.getrandbits(s.nmc.addr_width), "beats": self.tile_beats,
-                        "dst_port": rng.getrandbits(p["port_width"]), "op": 1}
+                        "dst_port": rng.getrandbits(p["port_width"]), "op": int(rng.random() < 0.7)}
                 last_program = src["program"].add(self.codec.encode(cmd, desc), gap=gap_draw(rng, sm))
             free = list(range(self.tiles))
             rng.shuffle(free)
@@ -107,7 +107,8 @@ class SliceTrace(TraceBench):
                     cmd = p["commands"] - 1 if notify else rng.randrange(p["commands"] - 1)
                     if not notify and rng.random() < 0.1:      # reprogram: forward this tile's words
                         desc = {"src_addr": tile * self.tile_beats, "dst_addr": rng.getrandbits(s.nmc.addr_width),
-                                "beats": self.tile_beats, "dst_port": rng.getrandbits(p["port_width"]), "op": 1}
+                                "beats": self.tile_beats, "dst_port": rng.getrandbits(p["port_width"]),
+                                "op": int(rng.random() < 0.7)}
                         src["program"].add(self.codec.encode(cmd, desc), gap=0)
                     after = ("ingress", last_update[tile]) if tile in last_update else ("program", last_program)
                     arm = src["arm"].add(self.arm_p.pack({"tile": tile, "threshold": self.tile_beats + updates,
@@ -119,9 +120,10 @@ class SliceTrace(TraceBench):
                                               gap=gap_draw(rng, sm), after=("arm", arm), same_cycle=k == 0)
                         spent += 1
                     for k in range(updates - 1):
-                        src["ingress"].add(self._packet(tile, k, draw()), gap=gap_draw(rng, sm), after=("arm", arm),
-                                           same_cycle=True)
-                    waiting.append((last_store + queue_margin, tile, self._packet(tile, updates - 1, draw())))
+                        src["ingress"].add(self._packet(tile, k, draw(), op=self._ingress_op(rng)),
+                                           gap=gap_draw(rng, sm), after=("arm", arm), same_cycle=True)
+                    waiting.append((last_store + queue_margin, tile,
+                                    self._packet(tile, updates - 1, draw(), op=self._ingress_op(rng))))
                     open_tiles.append(tile)
                 # Side traffic: reads, remote stores, untracked stores.
                 for _ in range(rng.randint(0, 3)):
@@ -145,9 +147,14 @@ class SliceTrace(TraceBench):
                 waiting = still
         return stim, []
 
-    def _packet(self, tile: int, k: int, data: int) -> int:
+    def _packet(self, tile: int, k: int, data: int, *, op: int = 1) -> int:
         return self.packet_p.pack({"dst_port": 0, "dst_addr": tile * self.tile_beats + k % self.tile_beats,
-                                   "op": 1, "last": 0, "data": data})
+                                   "op": op, "last": 0, "data": data})
+
+    @staticmethod
+    def _ingress_op(rng: random.Random) -> int:
+        """Mostly updates, as a reduce-scatter sends; some stores (also tracked, also counted)."""
+        return 0 if rng.random() < 0.2 else 1
 
     def replay(self, trace: Trace) -> dict:
         p, s = self.params, self.component
@@ -223,6 +230,8 @@ class SliceTrace(TraceBench):
                 trace.checks += 1
                 if not eg_r[c]:
                     cover["egress back-pressured"] += 1
+                elif out.egress["op"] == STORE and out.egress["last"]:
+                    cover["DMA forwards as stores"] += 1
             if out.notify_valid:
                 trace.check(c, "notify.payload", nt_p[c], out.notify_tile)
                 cover["tile notified"] += 1
@@ -240,6 +249,7 @@ class SliceTrace(TraceBench):
                 cls, request = grant
                 if request["kind"] != READ and request["tracked"]:
                     cover["ingress update counted" if cls == 1 else "GEMM store counted"] += 1
+                    cover["ingress store counted"] += cls == 1 and request["kind"] == STORE
                 if request["kind"] == READ and request["addr"] == last_write and not request["dma"]:
                     cover["read after write"] += 1
                 last_write = request["addr"] if request["kind"] != READ else None

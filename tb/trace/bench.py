@@ -7,8 +7,10 @@ golden model (:meth:`TraceBench.replay`). :func:`run_trace` does the rest and re
 :class:`TraceResult`; the pytest items call :func:`check_block`, which also adds the figures
 to the session summary that ``make test`` prints.
 
-Environment: ``SEED`` (base seed, as everywhere), ``TRACE_SIM`` (``verilator`` or
-``icarus``), ``TRACE_CYCLES`` (overrides every block's cycle count, e.g. for a quick run).
+Environment: ``SEED`` (base seed, as everywhere), ``TRACE_SEED`` (the seed of the run
+itself, as the replay line prints it; overrides the one derived from ``SEED``),
+``TRACE_SIM`` (``verilator`` or ``icarus``), ``TRACE_CYCLES`` (overrides every block's
+cycle count, e.g. for a quick run).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tb.common.runner import REPO_ROOT
 from tb.common.seeds import base_seed, derive_seed
 from tb.common.stats import add_stats
 
+from .audit import check_junk, check_plan, check_quiet_reset
 from .check import Coverage, Trace, check_stream_protocol
 from .harness import Ports, Responder, run_harness, trace_simulator
 from .stimulus import Stimulus
@@ -32,6 +35,7 @@ __all__ = ["TraceBench", "TraceResult", "run_trace", "check_block", "FastPacker"
            "TRACE_CYCLES_ENV"]
 
 TRACE_CYCLES_ENV = "TRACE_CYCLES"
+TRACE_SEED_ENV = "TRACE_SEED"
 
 
 def trace_cycles(default: int) -> int:
@@ -154,14 +158,25 @@ class TraceResult:
 
 
 def replay_line(label: str, seed: int, cycles: int) -> str:
-    return f"replay: SEED={base_seed()} TRACE_CYCLES={cycles} pytest tb -k trace_{label} (trace seed {seed})"
+    """The command that repeats this very run (the stimulus depends on the seed and the length)."""
+    return f"replay: TRACE_SEED={seed} TRACE_CYCLES={cycles} pytest tb -k trace_{label}  (session SEED={base_seed()})"
+
+
+def trace_seed(label: str, cycles: int) -> int:
+    text = os.environ.get(TRACE_SEED_ENV)
+    if text:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise ValueError(f"{TRACE_SEED_ENV} must be an integer, not {text!r}") from None
+    return derive_seed("trace", label, cycles)
 
 
 def run_trace(bench: TraceBench, *, cycles: int | None = None, seed: int | None = None,
               simulator: str | None = None, run_name: str = "run", folder: Path | None = None) -> TraceResult:
     """Generate, simulate and replay one trace of ``bench``; raise ``AssertionError`` on any failure."""
     cycles = trace_cycles(bench.cycles) if cycles is None else cycles
-    seed = derive_seed("trace", bench.label, cycles) if seed is None else seed
+    seed = trace_seed(bench.label, cycles) if seed is None else seed
     simulator = simulator or trace_simulator()
     replay = replay_line(bench.label, seed, cycles)
     print(f"trace {bench.label}: {cycles} cycles on {simulator}  {replay}")
@@ -177,6 +192,10 @@ def run_trace(bench: TraceBench, *, cycles: int | None = None, seed: int | None 
     trace = Trace(bench.label, record, layout, replay=replay, coverage=coverage)
     replay_started = time.perf_counter()
     check_stream_protocol(trace, ports, relaxed=bench.relaxed_streams)
+    check_plan(trace, ports, stimulus)
+    check_junk(trace, ports)
+    check_quiet_reset(trace, ports, [n for n, p in ports.ports.items()
+                                     if n.endswith("__valid") and p.direction == "output"])
     figures = bench.replay(trace) or {}
     replay_s = time.perf_counter() - replay_started
     missing = coverage.missing()

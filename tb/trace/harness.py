@@ -59,6 +59,10 @@ class Ports:
         self.ports: dict[str, Port] = {}
         for direction, msb, name in _PORT_RE.findall(match.group(0)):
             self.ports[name] = Port(name, direction, int(msb) + 1 if msb else 1)
+        declared = re.findall(r"^\s*(?:input|output|inout)\b[^;]*;", match.group(0), re.MULTILINE)
+        if len(declared) != len(self.ports):
+            unread = [d.strip() for d in declared if not _PORT_RE.match(d)]
+            raise ValueError(f"module {top}: cannot read the port declarations {unread}")
         for required in ("clk", "rst"):
             if required not in self.ports:
                 raise ValueError(f"module {top} has no {required} input")
@@ -156,11 +160,17 @@ class WideColumn:
     def __len__(self) -> int:
         return len(self.raw) // self.size
 
+    def __iter__(self):
+        for start in range(0, len(self.raw), self.size):
+            yield int.from_bytes(self.raw[start:start + self.size], "little") & self.mask
+
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"cycle {index} is outside the record")
         start = index * self.size
         return int.from_bytes(self.raw[start:start + self.size], "little") & self.mask
 

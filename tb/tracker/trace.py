@@ -40,6 +40,8 @@ class TrackerTrace(TraceBench):
         "arm held back: every trigger slot reserved", "trigger queue full", "trigger back-pressured",
         "trigger taken the cycle it is valid", "update offered in the reset sweep",
         "err_unarmed_update", "err_rearm", "err_zero_threshold",
+        "err_unarmed_update again (first tile kept)", "err_rearm again (first tile kept)",
+        "err_zero_threshold again (first tile kept)",
         "reset with tiles armed", "reset with triggers queued",
     )
 
@@ -134,6 +136,10 @@ class TrackerTrace(TraceBench):
                 update = (p & tile_mask, (p >> src_off) & 1)
             # Coverage, from the ports and the model's spec-level state.
             if arm and out.arm_ready:
+                if arm[1] == 0 and model.status["err_zero_threshold"]:
+                    cover["err_zero_threshold again (first tile kept)"] += 1
+                elif arm[1] and arm[0] in model.armed and model.status["err_rearm"]:
+                    cover["err_rearm again (first tile kept)"] += 1
                 cover["arm accepted"] += 1
                 cover["threshold 1"] += arm[1] == 1
                 cover["maximum threshold"] += arm[1] == self.max_threshold
@@ -146,6 +152,9 @@ class TrackerTrace(TraceBench):
             if update:
                 if out.update_ready:
                     cover["update accepted"] += 1
+                    armed_now = update[0] in model.armed or (arm and out.arm_ready and arm[0] == update[0] and arm[1])
+                    if not armed_now and model.status["err_unarmed_update"]:
+                        cover["err_unarmed_update again (first tile kept)"] += 1
                     if update[0] == prev_tile_update:
                         cover["back-to-back updates to one tile"] += 1
                     prev_tile_update = update[0]
@@ -171,7 +180,6 @@ class TrackerTrace(TraceBench):
                     prev_errors[flag] = 1
         trace.checked_cycles = checked
         trace.stream_fields(names + ("status",))
-        trace.checks += cover["trigger handed out"] + cover["trigger back-pressured"]
         return {"arms": cover["arm accepted"], "updates": cover["update accepted"],
                 "triggers": cover["trigger handed out"]}
 
@@ -189,15 +197,17 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
     mode = seg.source_mode
     free = list(range(spec.entries))
     rng.shuffle(free)
-    never_armed = free.pop() if with_errors else None
+    never_armed = [free.pop(), free.pop()] if with_errors else []
     open_tiles: dict[int, list] = {}    # tile -> [arm index, updates left]
     last_update: dict[int, int] = {}    # tile -> index of its last update in this segment
     spent = 0
-    errors_left = list(ERRORS) if with_errors else []
+    # Each error twice, on two tiles: the sticky flag must keep the first one's tile.
+    errors_left = [*ERRORS, *ERRORS] if with_errors else []
+    zero_tiles = rng.sample(range(spec.entries), 2)
     if with_errors:
         # Offered from the segment's first cycle: it meets the reset sweep, then is
         # accepted as an update of an unarmed tile.
-        update.add(bench._update(never_armed, 1), gap=0)
+        update.add(bench._update(never_armed[0], 1), gap=0)
         errors_left.remove("err_unarmed_update")
     while spent < budget:
         can_arm = free and len(open_tiles) < depth
@@ -216,8 +226,10 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
                 if error == "err_rearm":
                     # Re-arm the tile just armed, before any of its updates.
                     open_tiles[tile][0] = arm.add(bench._arm(tile, threshold, 0), gap=0)
+                elif error == "err_zero_threshold":
+                    arm.add(bench._arm(zero_tiles.pop(), 0, 1), gap=0)
                 else:
-                    arm.add(bench._arm(free[0] if free else tile, 0, 1), gap=0)
+                    update.add(bench._update(never_armed[1], 0), gap=gap_draw(rng, mode))
             continue
         if not open_tiles:
             break
