@@ -51,9 +51,9 @@ cxx: ## Install g++, make and perl with apt-get if missing (Verilator's trace ru
 test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
 	$(PY) -m pytest
 
-soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then the big ring regressions (SEED=)
+soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then every cocotb matrix cell and the big ring regressions (SEED=)
 	$(PY) -m tb.trace.soak --total 10000000
-	T3_SOAK=1 $(PY) -m pytest tb/ring -k soak
+	T3_FULL_MATRIX=1 T3_SOAK=1 $(PY) -m pytest tb -k "not trace_"
 
 formal: $(STAMP) ## Every formal proof: induction where it closes, else deep BMC; says which (sim_results/formal.json; ONLY=regex)
 	$(PY) -m tb.formal.run $(if $(ONLY),--only '$(ONLY)')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
+from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS, diagonal_names, in_make_test
 
 PARAM_SETS = {
     # 256-bit beats (16 x fp16), a memory with the usual one-cycle read port.
@@ -17,6 +17,8 @@ PARAM_SETS = {
 
 #: Trigger source pattern x egress sink pattern.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
+#: The diagonal in `make test` (the trace run crosses every cell); all nine with T3_FULL_MATRIX=1.
+RANDOM_IN_MAKE_TEST = in_make_test(RANDOM_TESTS, diagonal_names())
 
 #: Random triggers with ``RESETS_PER_TEST`` mid-run resets (trigger source x egress sink).
 RESET_TESTS = ["reset_mid_run__full__random", "reset_mid_run__gaps__heavy"]
@@ -31,7 +33,7 @@ DIRECTED_TESTS = [
 ]
 
 CASES = (
-    [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
+    [("default", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS]
     + [("slow_mem", t) for t in ["random__full__always", "random__gaps__random", "random__full__heavy",
                                   "reset_mid_run__full__random", *DIRECTED_TESTS]]
 )

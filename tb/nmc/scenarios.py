@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb.common.patterns import SOURCE_PATTERNS
+from tb.common.patterns import SOURCE_PATTERNS, in_make_test
 
 # Narrow beats carry the bulk of the request count: Icarus time grows with the number of
 # lane adders, and a lane is a lane. The paper's 256-bit beat (16 x binary16) runs too.
@@ -24,6 +24,8 @@ REQUESTS = {"full": 5_000, "gaps": 2_500, "idle": 500}
 #: back-pressures (request.ready is constant 1), so the matrix varies the sources only;
 #: reads arrive at random on the read port throughout.
 RANDOM_TESTS = [f"random__{addresses}__{src}" for addresses in ("hot", "wide") for src in SOURCE_PATTERNS]
+#: In `make test` (the trace run crosses every source mode at a million cycles); all with T3_FULL_MATRIX=1.
+RANDOM_IN_MAKE_TEST = in_make_test(RANDOM_TESTS, ["random__hot__full", "random__wide__gaps", "random__hot__idle"])
 
 #: Random requests (a quarter of ``REQUESTS``) with ``RESETS_PER_TEST`` mid-run resets.
 RESET_TESTS = ["reset_mid_run__hot__full", "reset_mid_run__wide__gaps"]
@@ -35,7 +37,7 @@ DIRECTED_TESTS = [
 ]
 
 CASES = (
-    [("fp16x4", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
+    [("fp16x4", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS]
     + [(p, t) for p in ("bf16x4", "fp32x2") for t in ["random__hot__full", "random__wide__gaps", *DIRECTED_TESTS]]
     + [("fp16x16", t) for t in ["random__hot__full", "random__wide__gaps", "write_visible_after_write_latency"]]
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
+from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS, diagonal_names, in_make_test
 
 PARAM_SETS = {
     "default": {"entries": 64, "count_width": 10, "trigger_depth": 4, "commands": 64,
@@ -14,6 +14,8 @@ PARAM_SETS = {
 
 #: Update source pattern x egress sink pattern.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
+#: The diagonal in `make test` (the trace run crosses every cell); all nine with T3_FULL_MATRIX=1.
+RANDOM_IN_MAKE_TEST = in_make_test(RANDOM_TESTS, diagonal_names())
 
 #: Random tiles with ``RESETS_PER_TEST`` mid-run resets (source x egress sink pattern).
 RESET_TESTS = ["reset_mid_run__full__random", "reset_mid_run__gaps__heavy"]
@@ -24,4 +26,4 @@ DIRECTED_TESTS = [
     "tracker_and_dma_at_full_rate_together",
 ]
 
-CASES = [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
+CASES = [("default", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS]

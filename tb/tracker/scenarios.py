@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
+from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS, diagonal_names, in_make_test
 
 PARAM_SETS = {
     # The paper's table: 256 entries, the default trigger queue (as deep as the table).
@@ -22,6 +22,8 @@ PARAM_SETS = {
 #: Random legal traffic crossed with the idle/back-pressure matrix: the input pattern applies
 #: to both ``arm`` and ``update``; the sink pattern to ``trigger``.
 RANDOM_TESTS = [f"random__{src}__{sink}" for src, sink in product(SOURCE_PATTERNS, SINK_PATTERNS)]
+#: The diagonal in `make test` (the trace run crosses every cell); all nine with T3_FULL_MATRIX=1.
+RANDOM_IN_MAKE_TEST = in_make_test(RANDOM_TESTS, diagonal_names())
 
 #: Random legal traffic with ``RESETS_PER_TEST`` mid-run resets (source x sink pattern):
 #: at full rate into a heavily back-pressured sink (queue full, arms held back at the
@@ -42,7 +44,7 @@ DIRECTED_TESTS = [
 
 #: (parameter set, testcase) pairs that `make test` runs.
 CASES = (
-    [("default", t) for t in RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS]
+    [("default", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS]
     + [("small", t) for t in ["random__full__random", "random__gaps__heavy", "reset_mid_run__full__heavy",
                               *DIRECTED_TESTS]]
 )
