@@ -39,7 +39,7 @@ endmodule
 """
 
 
-def _eval_concat(expr: str, values: dict[str, int]) -> int:
+def _eval_concat(expr: str, values: dict[str, int], widths: dict[str, int]) -> int:
     """Evaluate ``{p1, p2[hi:lo], n'd0}`` as Verilog does: the first element is the most significant."""
     value = 0
     for part in (p.strip() for p in expr.strip()[1:-1].split(",")):
@@ -49,21 +49,18 @@ def _eval_concat(expr: str, values: dict[str, int]) -> int:
             hi, lo = int(m[2]), int(m[3])
             width, bits = hi - lo + 1, (values[m[1]] >> lo) & ((1 << (hi - lo + 1)) - 1)
         else:
-            width, bits = PORT_WIDTHS[part], values[part]
+            width, bits = widths[part], values[part]
         value = (value << width) | bits
     return value
 
 
-PORT_WIDTHS: dict[str, int] = {}
-
-
-def _record(layout: RecordLayout, rows: list[dict[str, int]]) -> np.ndarray:
+def _record(layout: RecordLayout, rows: list[dict[str, int]], widths: dict[str, int]) -> np.ndarray:
     """Encode rows through the Verilog expressions of :meth:`RecordLayout.verilog_words`."""
     exprs = layout.verilog_words()
     out = np.zeros((len(rows), layout.words), dtype=np.uint32)
     for r, row in enumerate(rows):
         for w, expr in enumerate(exprs):
-            word = _eval_concat(expr, row)
+            word = _eval_concat(expr, row, widths)
             assert word < 1 << 32, f"word {w} is wider than 32 bits: {expr}"
             out[r, w] = word
     return out
@@ -74,21 +71,18 @@ def test_layout_decodes_what_the_verilog_concatenation_encodes(seed):
     rng = random.Random(seed)
     ports = [Port(f"p{k}", "input", rng.choice([1, 2, 5, 8, 17, 31, 32, 33, 64, 65, 100, 130]))
              for k in range(rng.randint(1, 12))]
-    PORT_WIDTHS.clear()
-    PORT_WIDTHS.update({p.name: p.width for p in ports})
     layout = RecordLayout(ports)
     rows = [{p.name: rng.getrandbits(p.width) for p in ports} for _ in range(8)]
-    record = _record(layout, rows)
+    record = _record(layout, rows, {p.name: p.width for p in ports})
     for p in ports:
         assert list(layout.wide_column(record, p.name)) == [row[p.name] for row in rows], p
 
 
 def _trace(rows: list[dict[str, int]], ports: Ports) -> Trace:
     layout = RecordLayout(ports.recorded())
-    PORT_WIDTHS.clear()
-    PORT_WIDTHS.update({p.name: p.width for p in ports.recorded()})
+    widths = {p.name: p.width for p in ports.recorded()}
     full = [{p.name: row.get(p.name, 0) for p in ports.recorded()} for row in rows]
-    return Trace("toy", _record(layout, full), layout, replay="replay: test", coverage=Coverage("toy", []))
+    return Trace("toy", _record(layout, full, widths), layout, replay="replay: test", coverage=Coverage("toy", []))
 
 
 def _clean_rows() -> list[dict[str, int]]:

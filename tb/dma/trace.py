@@ -34,10 +34,6 @@ class DescriptorCodec:
 
     def __init__(self, table):
         self.program = FastPacker(table.program_layout)
-        self.max_beats = table.max_beats
-        self.addr_width = table.addr_width
-        self.port_width = table.port_width if hasattr(table, "port_width") else None
-        self.fields = [name for name, _, _ in self.program.fields]
 
     def encode(self, index: int, desc: dict) -> int:
         return self.program.pack({"index": index, **{f"desc.{k}": v for k, v in desc.items()}})

@@ -27,6 +27,7 @@ from rtl.flow.generate import component_verilog
 from rtl.flow.verilator import VERILATOR_CFLAGS, preferred_simulator, verilator_env
 from rtl.fp_add import FpAdder
 from rtl.fp_format import float_format
+from tb.common.hexfile import hex_lines
 from tb.common.runner import REPO_ROOT
 
 __all__ = ["run_vectors", "idle_cycles", "vector_simulator", "MAX_VECTORS"]
@@ -131,18 +132,6 @@ def vector_simulator() -> str:
     return preferred_simulator("FP_SIM")
 
 
-def _write_hex(path: Path, values, digits: int) -> None:
-    """Write ``values`` for ``$readmemh``, ``digits`` hex digits a line (vectorised: a million
-    lines take a few tens of milliseconds, where ``np.savetxt`` takes seconds)."""
-    values = np.asarray(values, dtype=np.uint64)
-    shifts = np.arange(digits - 1, -1, -1, dtype=np.uint64) * np.uint64(4)
-    nibbles = ((values[:, None] >> shifts) & np.uint64(15)).astype(np.intp)
-    lines = np.empty((len(values), digits + 1), dtype=np.uint8)
-    lines[:, :digits] = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)[nibbles]
-    lines[:, digits] = ord("\n")
-    path.write_bytes(lines.tobytes())
-
-
 def _build(simulator: str, adder: wiring.Component) -> Path:
     """Compile the harness around ``adder``, reusing an up-to-date build."""
     fmt = adder.format
@@ -197,9 +186,9 @@ def run_vectors(fmt_name: str, a: np.ndarray, b: np.ndarray, workdir: Path, *, l
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     digits = (fmt.width + 3) // 4
-    _write_hex(workdir / "a.hex", a, digits)
-    _write_hex(workdir / "b.hex", b, digits)
-    _write_hex(workdir / "idle.hex", idle_cycles(len(a), adder.latency), 2)
+    (workdir / "a.hex").write_bytes(hex_lines(a, 4 * digits))
+    (workdir / "b.hex").write_bytes(hex_lines(b, 4 * digits))
+    (workdir / "idle.hex").write_bytes(hex_lines(idle_cycles(len(a), adder.latency), 4 * 2))
     if simulator == "verilator":
         cmd = [str(binary), f"+count={len(a)}"]
     else:

@@ -28,6 +28,7 @@ from tb.common.stats import add_stats
 
 from .audit import check_junk, check_plan, check_quiet_reset
 from .check import Coverage, Trace, check_stream_protocol
+from .coverage_summary import add_coverage
 from .harness import Ports, Responder, run_harness, trace_simulator
 from .stimulus import Stimulus
 
@@ -215,6 +216,5 @@ def check_block(bench: TraceBench) -> TraceResult:
     result = run_trace(bench)
     add_stats(f"{bench.label} (trace)", cycles=result.checked_cycles, checks=result.checks,
               **{k: v for k, v in result.figures.items() if isinstance(v, int)})
-    from .coverage_summary import add_coverage
     add_coverage(result.coverage)
     return result

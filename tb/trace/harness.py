@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from rtl.flow.verilator import VERILATOR_CFLAGS, preferred_simulator, verilator_env
+from tb.common.hexfile import hex_lines
 
 from .stimulus import Stimulus
 
@@ -239,19 +240,6 @@ class ReadPortResponder(Responder):
         return {f"{self.prefix}_mem.hex": "".join(f"{w:0{digits}x}\n" for w in self.words).encode()}
 
 
-def _hex_lines(values, width: int) -> bytes:
-    digits = max(1, (width + 3) // 4)
-    if width <= 64:
-        values = np.asarray(values, dtype=np.uint64)
-        shifts = np.arange(digits - 1, -1, -1, dtype=np.uint64) * np.uint64(4)
-        nibbles = ((values[:, None] >> shifts) & np.uint64(15)).astype(np.intp)
-        lines = np.empty((len(values), digits + 1), dtype=np.uint8)
-        lines[:, :digits] = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)[nibbles]
-        lines[:, digits] = ord("\n")
-        return lines.tobytes()
-    return "".join(f"{int(v):0{digits}x}\n" for v in values).encode()
-
-
 def _control_words(ports: Ports, controls: list[str]) -> list[list[str]]:
     """Group the control columns into 64-bit memories."""
     groups, current, used = [], [], 0
@@ -326,7 +314,7 @@ def build_harness(ports: Ports, stimulus: Stimulus,
         decl.append(f"  reg [63:0] ctrl{k}_mem [0:{capacity - 1}];\n  reg [63:0] ctrl{k};")
         loads.append((f"ctrl{k}.hex", f"ctrl{k}_mem", cycles))
         drive.insert(len(drive) - len(group), f"    ctrl{k} = ctrl{k}_mem[cycle];")
-        files[f"ctrl{k}.hex"] = _hex_lines(word, 64)
+        files[f"ctrl{k}.hex"] = hex_lines(word, 64)
 
     stream_ids = {s: k for k, s in enumerate(ports.sources)}
     stages = _source_stages(stimulus, ports.sources)
@@ -341,15 +329,15 @@ def build_harness(ports: Ports, stimulus: Stimulus,
             if dep is not None:
                 value |= 1 << 16 | int(dep[2]) << 17 | stream_ids[dep[0]] << 24 | dep[1] << 32
             meta[i] = value
-        files[f"{s}_meta.hex"] = _hex_lines(meta, 64)
+        files[f"{s}_meta.hex"] = hex_lines(meta, 64)
         starts = [*src.segment_starts, n]
-        files[f"{s}_seg.hex"] = _hex_lines(np.array(starts, dtype=np.uint64), 32)
+        files[f"{s}_seg.hex"] = hex_lines(np.array(starts, dtype=np.uint64), 32)
         decl.append(f"  reg [63:0] {s}_meta [0:{capacity - 1}];")
         decl.append(f"  reg [31:0] {s}_seg [0:{capacity - 1}];")
         decl.append(f"  integer {s}_idx = 0, {s}_end = 0, {s}_wait = 0, {s}_offer = 0, {s}_seg_k = -1;")
         loads += [(f"{s}_meta.hex", f"{s}_meta", max(n, 1)), (f"{s}_seg.hex", f"{s}_seg", len(starts))]
         if width:
-            files[f"{s}_pay.hex"] = _hex_lines(src.payloads or [0], width)
+            files[f"{s}_pay.hex"] = hex_lines(src.payloads or [0], width)
             decl.append(f"  reg [{width - 1}:0] {s}_pay [0:{capacity - 1}];")
             loads.append((f"{s}_pay.hex", f"{s}_pay", max(n, 1)))
         staged.setdefault(stages[s], []).append(s)

@@ -128,7 +128,6 @@ class Stimulus:
         self.sources = {name: Source() for name in sources}
         self.controls: dict[str, np.ndarray] = {"rst": np.zeros(cycles, dtype=np.uint64)}
         self.controls["rst"][:2] = 1
-        self.segment_cycles: list[int] = [0]   # first cycle of each segment (a reset's first cycle)
 
     def control(self, name: str) -> np.ndarray:
         """The per-cycle column of control ``name`` (created at zero)."""
@@ -142,7 +141,6 @@ class Stimulus:
         if not 2 < cycle < self.cycles - length:
             raise ValueError(f"reset cycle must be between 3 and {self.cycles - length - 1}, not {cycle}")
         self.controls["rst"][cycle:cycle + length] = 1
-        self.segment_cycles.append(cycle)
 
     def begin_segment(self) -> None:
         """Start the transactions of the next segment in every source (after a reset).

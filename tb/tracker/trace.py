@@ -95,8 +95,6 @@ class TrackerTrace(TraceBench):
         status = col("status")
         names = ("arm.ready", "update.ready", "trigger.valid")
         cover = trace.coverage.counts
-        for name in cover:
-            cover[name] = 0
         in_reset = True
         checked = 0
         prev_tile_update = -1
