@@ -150,8 +150,16 @@ class DmaEngine(wiring.Component):
         issue = Signal()
         issue_last = Signal()
         granted = self.mem_read.ready if self._arbitrated else 1
+        # Beats buffered or in flight (buffer.level + in_flight), kept as a counter with a
+        # registered "room" flag, so that mem_read.en (which the slice's arbiter waits on)
+        # is not a sum and a compare after the state.
+        reserved = Signal(range(self.buffer_depth + 1))
+        room = Signal(init=1)
+        reserved_next = Signal.like(reserved)
+        m.d.comb += reserved_next.eq(reserved + issue - (self.egress.valid & self.egress.ready))
+        m.d.sync += [reserved.eq(reserved_next), room.eq(reserved_next < self.buffer_depth)]
         m.d.comb += [
-            want.eq(active & (buffer.level + in_flight < self.buffer_depth)),
+            want.eq(active & room),
             issue.eq(want & granted),
             issue_last.eq(issue & (left == 1)),
             self.cmd.ready.eq(~active | issue_last),

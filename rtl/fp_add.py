@@ -1,20 +1,26 @@
 """Pipelined IEEE-754 adder for binary16, bfloat16 and binary32, one operation per cycle.
 
-The datapath is a single-path adder with three guard bits (guard, round, sticky):
+The datapath is a single-path adder with three guard bits (guard, round, sticky), in seven
+stages whose boundaries (:data:`BOUNDARIES`) may each hold a pipeline register:
 
-1. **align**: order the operands by magnitude, shift the smaller significand right by the
-   exponent difference, folding the bits shifted out into the sticky bit;
-2. **add/normalise**: add or subtract the significands; renormalise by one bit right on
-   a carry, or left by the leading-zero count, but never below the minimum exponent
-   (the result is then subnormal: no flush-to-zero);
-3. **round/pack**: round to nearest, ties to even, by adding the round bit to the packed
-   ``{exponent, fraction}``, whose carry renormalises by itself; handle overflow to
-   infinity and the special operands.
+1. **classify**: specials; compare the operands' magnitudes; both exponent differences;
+2. **order**: order the operands by the comparison; the shift amount;
+3. **align**: shift the smaller significand right by the difference, folding the bits
+   shifted out into the sticky bit;
+4. **add**: add or subtract the significands;
+5. **count**: the leading zeros, stopped at the minimum exponent (a subnormal result:
+   no flush-to-zero);
+6. **normalise**: one bit right on a carry, else left by the count;
+7. **round/pack**: round to nearest, ties to even, by adding the round bit to the packed
+   ``{exponent, fraction}``, whose carry renormalises by itself; overflow to infinity and
+   the special operands. Its output register is always there.
 
-``latency`` chooses how many of those stage boundaries get a register (the output is always
-registered), trading clock rate against latency; the throughput is one operation per cycle
-in every case. The near-memory reducer uses ``latency=1``, because a read-add-write to the
-same address must feed its sum to the next one in the following cycle.
+``latency`` (1..7) chooses how many boundaries get a register, trading clock rate against
+latency; the throughput is one operation per cycle in every case. The near-memory reducer
+(:class:`~rtl.nmc.NearMemoryReducer`) uses latency 5 for the 16-bit formats and 7 for
+binary32 (``rtl.nmc.DEFAULT_ADDER_LATENCY``: the lowest at which the reducer closes
+100 MHz on ECP5), and forwards each result into the adder's input for a later update of
+the same address.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from .fp_format import FloatFormat, float_format
 from .params import check_int
 from .ports import ValidSignature
 
-__all__ = ["FpAdder", "fp_add_datapath"]
+__all__ = ["FpAdder", "fp_add_datapath", "registers_for_latency", "BOUNDARIES", "MAX_LATENCY"]
 
 GUARD_BITS = 3  # guard, round, sticky
 
@@ -45,27 +51,71 @@ def _register(m: Module, values: dict, registered: bool, stage: str) -> dict:
 
 
 def _leading_zeros(m: Module, value, width: int):
-    """Number of leading zeros of the ``width``-bit ``value`` (``width`` if it is zero)."""
-    count = Signal(range(width + 1))
-    m.d.comb += count.eq(width)
-    for i in range(width):  # later assignments win: the highest set bit decides
-        with m.If(value[i]):
-            m.d.comb += count.eq(width - 1 - i)
-    return count
+    """Number of leading zeros of the ``width``-bit ``value`` (``width`` if it is zero).
+
+    A tree of halves (log2 levels of two-way choices) rather than a priority chain, whose
+    depth grows with the width: this count sits on the adder's longest path.
+    """
+    size = 1 << (width - 1).bit_length()
+    padded = Cat(Const((1 << (size - width)) - 1, size - width), value) if size > width else value
+    # Pad with ones below the value: the count never passes ``width`` unless the value is zero.
+
+    def count(bits, n):  # -> (all zero, leading zeros of the n-bit ``bits``, width log2(n))
+        if n == 1:
+            return ~bits[0], Const(0, 0)
+        hi_zero, hi_count = count(bits[n // 2:], n // 2)
+        lo_zero, lo_count = count(bits[:n // 2], n // 2)
+        return hi_zero & lo_zero, Cat(Mux(hi_zero, lo_count, hi_count), hi_zero)
+
+    _, total = count(padded, size)
+    result = Signal(range(width + 1), name="leading_zeros")
+    m.d.comb += result.eq(total)
+    return result
 
 
-def fp_add_datapath(m: Module, fmt: FloatFormat, a, b, valid, *, registers_after: tuple[bool, bool]):
+#: The datapath's stage boundaries, in datapath order: ``classify`` (magnitudes compared),
+#: ``order`` (operands ordered), ``align`` (smaller significand shifted), ``add`` (significands added),
+#: ``count`` (leading zeros counted), ``normalise`` (significand shifted back). The output
+#: register after the last stage (round and pack) is always there.
+BOUNDARIES = ("classify", "order", "align", "add", "count", "normalise")
+
+#: Which boundaries get a register, by latency, chosen by measured Fmax on ECP5 (nextpnr,
+#: ``make synth``): the placement that balances the stages best for each depth. Latencies 2
+#: and 3 keep their placement from the first version, so that the table's earlier rows stay
+#: comparable.
+REGISTERED_BOUNDARIES = {
+    1: (),
+    2: ("align",),
+    3: ("align", "normalise"),
+    4: ("classify", "add", "normalise"),
+    5: ("classify", "align", "add", "normalise"),
+    6: ("classify", "align", "add", "count", "normalise"),
+    7: ("classify", "order", "align", "add", "count", "normalise"),
+}
+MAX_LATENCY = max(REGISTERED_BOUNDARIES)
+
+
+def registers_for_latency(latency: int) -> tuple[bool, ...]:
+    """``registers_after`` (one flag per :data:`BOUNDARIES` entry) of an adder of ``latency``."""
+    chosen = REGISTERED_BOUNDARIES[latency]
+    return tuple(name in chosen for name in BOUNDARIES)
+
+
+def fp_add_datapath(m: Module, fmt: FloatFormat, a, b, valid, *, registers_after: tuple[bool, ...]):
     """Build the adder's datapath in ``m``; return ``(sum, valid)`` before the output register.
 
-    ``registers_after`` says whether the align and the add/normalise stages end in a
-    pipeline register. The reducer calls this directly, to put its forwarding multiplexer
-    in front of the datapath.
+    ``registers_after`` has one flag per :data:`BOUNDARIES` entry: whether that stage ends in
+    a pipeline register. The reducer calls this directly, to put its forwarding multiplexer
+    in front of the datapath and carry its own fields alongside.
     """
+    if len(registers_after) != len(BOUNDARIES):
+        raise ValueError(f"registers_after must have {len(BOUNDARIES)} flags, not {len(registers_after)}")
+    reg = dict(zip(BOUNDARIES, registers_after, strict=True))
     E, M = fmt.exp_bits, fmt.frac_bits
     W = fmt.width
     SIG = M + 1 + GUARD_BITS  # hidden bit, fraction, guard bits
 
-    # -- stage 1: classify, order by magnitude, align ---------------------------------------
+    # -- classify: specials, magnitude comparison, exponent differences ----------------------
     def fields(x):
         return x[W - 1], x[M:M + E], x[:M]
 
@@ -76,73 +126,109 @@ def fp_add_datapath(m: Module, fmt: FloatFormat, a, b, valid, *, registers_after
     a_inf = (ea == fmt.exp_max) & (fa == 0)
     b_inf = (eb_ == fmt.exp_max) & (fb == 0)
 
-    swap = b[:W - 1] > a[:W - 1]
-    big = Signal(W, name="big")
-    small = Signal(W, name="small")
-    m.d.comb += [big.eq(Mux(swap, b, a)), small.eq(Mux(swap, a, b))]
-    s_big, e_big_field, f_big = fields(big)
-    _, e_small_field, f_small = fields(small)
+    swap = Signal(name="swap")
+    m.d.comb += swap.eq(b[:W - 1] > a[:W - 1])
     # Subnormals have exponent 1 and no hidden bit.
-    e_big = Mux(e_big_field == 0, 1, e_big_field)
-    e_small = Mux(e_small_field == 0, 1, e_small_field)
-    shift = Signal(range(SIG + 1), name="align_shift")
-    diff = Signal(E, name="exp_diff")
-    m.d.comb += [diff.eq(e_big - e_small), shift.eq(Mux(diff > SIG, SIG, diff))]
-    small_sig = Cat(Const(0, GUARD_BITS), f_small, e_small_field != 0)
-    shifted = Signal(SIG, name="small_shifted")
-    m.d.comb += shifted.eq(small_sig >> shift)
-    sticky = (shifted << shift) != small_sig  # some bit fell off the end
-
-    stage1 = {
-        "valid": valid,
-        "sign": s_big,
-        "exp": Signal(unsigned(E), name="exp_big"),
-        "big": Signal(SIG, name="big_sig"),
-        "small": Signal(SIG, name="small_aligned"),
+    ea_eff = Mux(ea == 0, 1, ea)
+    eb_eff = Mux(eb_ == 0, 1, eb_)
+    # Both differences at once, chosen by the comparison (the two subtractions run beside it).
+    diff_ab = Signal(E, name="diff_ab")
+    diff_ba = Signal(E, name="diff_ba")
+    m.d.comb += [diff_ab.eq(ea_eff - eb_eff), diff_ba.eq(eb_eff - ea_eff)]
+    stage = {
+        "valid": valid, "a": a, "b": b, "swap": swap, "diff_ab": diff_ab, "diff_ba": diff_ba,
         "subtract": sa ^ sb,
         "nan": a_nan | b_nan | (a_inf & b_inf & (sa ^ sb)),
         "inf": a_inf | b_inf,
         "inf_sign": Mux(a_inf, sa, sb),
         "zero_sign": sa & sb,  # the sign of an exact zero under round-to-nearest
     }
-    m.d.comb += [
-        stage1["exp"].eq(e_big),
-        stage1["big"].eq(Cat(Const(0, GUARD_BITS), f_big, e_big_field != 0)),
-        stage1["small"].eq(shifted | sticky),
-    ]
-    s1 = _register(m, stage1, registers_after[0], "align")
+    s = _register(m, stage, reg["classify"], "classify")
 
-    # -- stage 2: add or subtract, normalise --------------------------------------------------
+    # -- order: the operands ordered by the comparison (after the compare's register) -------
+    big = Signal(W, name="big")
+    small = Signal(W, name="small")
+    diff = Signal(E, name="exp_diff")
+    m.d.comb += [big.eq(Mux(s["swap"], s["b"], s["a"])), small.eq(Mux(s["swap"], s["a"], s["b"])),
+                 diff.eq(Mux(s["swap"], s["diff_ba"], s["diff_ab"]))]
+    s_big, e_big_field, f_big = fields(big)
+    _, e_small_field, f_small = fields(small)
+    shift = Signal(range(SIG + 1), name="align_shift")
+    m.d.comb += shift.eq(Mux(diff > SIG, SIG, diff))
+    exp_big = Signal(unsigned(E), name="exp_big")
+    big_sig = Signal(SIG, name="big_sig")
+    small_sig = Signal(SIG, name="small_sig")
+    m.d.comb += [
+        exp_big.eq(Mux(e_big_field == 0, 1, e_big_field)),
+        big_sig.eq(Cat(Const(0, GUARD_BITS), f_big, e_big_field != 0)),
+        small_sig.eq(Cat(Const(0, GUARD_BITS), f_small, e_small_field != 0)),
+    ]
+    flags = {k: s[k] for k in ("valid", "subtract", "nan", "inf", "inf_sign", "zero_sign")}
+    s = _register(m, {**flags, "sign": s_big, "exp": exp_big, "big": big_sig, "small": small_sig, "shift": shift},
+                  reg["order"], "order")
+
+    # -- align: shift the smaller significand right, fold the lost bits into sticky ----------
+    shifted = Signal(SIG, name="small_shifted")
+    m.d.comb += shifted.eq(s["small"] >> s["shift"])
+    # Sticky: a set bit below the shift amount (a mask, not a second shifter).
+    lost_mask = Signal(SIG, name="lost_mask")
+    m.d.comb += lost_mask.eq(~(Const((1 << SIG) - 1, SIG) << s["shift"])[:SIG])
+    sticky = (s["small"] & lost_mask) != 0
+    small_aligned = Signal(SIG, name="small_aligned")
+    m.d.comb += small_aligned.eq(shifted | sticky)
+    stage = {
+        "valid": s["valid"], "sign": s["sign"], "exp": s["exp"], "big": s["big"], "small": small_aligned,
+        "subtract": s["subtract"], "nan": s["nan"], "inf": s["inf"], "inf_sign": s["inf_sign"],
+        "zero_sign": s["zero_sign"],
+    }
+    s = _register(m, stage, reg["align"], "align")
+
+    # -- add: add or subtract the significands --------------------------------------------------
     total = Signal(SIG + 1, name="sig_sum")
-    m.d.comb += total.eq(Mux(s1["subtract"], s1["big"] - s1["small"], s1["big"] + s1["small"]))
+    m.d.comb += total.eq(Mux(s["subtract"], s["big"] - s["small"], s["big"] + s["small"]))
+    # Beside the addition, the one that will stop the normalising shift at the minimum
+    # exponent: bit SIG - exp (leading zeros exp - 1); none when the exponent allows any shift.
+    limit = Signal(SIG, name="shift_limit")
+    m.d.comb += limit.eq(Mux(s["exp"] <= SIG, Const(1 << (SIG - 1), SIG) >> (s["exp"] - 1)[:E], 0))
+    common = {k: s[k] for k in ("valid", "sign", "exp", "nan", "inf", "inf_sign", "zero_sign")}
+    s = _register(m, {**common, "total": total, "limit": limit}, reg["add"], "add")
+
+    # -- count: leading zeros, and the left shift they allow ----------------------------------
+    total = s["total"]
+    # Left shift by the leading zeros, but not below the minimum exponent (a subnormal
+    # result): a one at the lowest position the shift may bring to the top stops the count
+    # there, so no comparison follows the count.
+    left = _leading_zeros(m, total[:SIG] | s["limit"], SIG)
+    common = {k: s[k] for k in ("valid", "sign", "exp", "nan", "inf", "inf_sign", "zero_sign")}
+    s = _register(m, {**common, "total": total, "left": left}, reg["count"], "count")
+
+    # -- normalise: one right on a carry, else left by the count ------------------------------
+    total = s["total"]
     carry = total[SIG]
-    lzc = _leading_zeros(m, total[:SIG], SIG)
-    # Left shift by the leading zeros, but not below the minimum exponent (subnormal result).
-    left = Signal(range(SIG + 1), name="norm_shift")
-    m.d.comb += left.eq(Mux(lzc < s1["exp"], lzc, s1["exp"] - 1))
     norm = Signal(SIG, name="normalised")
     exp = Signal(unsigned(E + 1), name="exp_norm")
     with m.If(carry):
         # One right: the bit shifted out joins the sticky bit.
-        m.d.comb += [norm.eq(Cat(total[0] | total[1], total[2:SIG + 1])), exp.eq(s1["exp"] + 1)]
+        m.d.comb += [norm.eq(Cat(total[0] | total[1], total[2:SIG + 1])), exp.eq(s["exp"] + 1)]
     with m.Else():
-        m.d.comb += [norm.eq(total[:SIG] << left), exp.eq(s1["exp"] - left)]
-
-    stage2 = {
-        "valid": s1["valid"], "sign": s1["sign"], "norm": norm, "exp": exp,
-        "zero": total == 0, "nan": s1["nan"], "inf": s1["inf"], "inf_sign": s1["inf_sign"],
-        "zero_sign": s1["zero_sign"],
+        m.d.comb += [norm.eq(total[:SIG] << s["left"]), exp.eq(s["exp"] - s["left"])]
+    stage = {
+        "valid": s["valid"], "sign": s["sign"], "norm": norm, "exp": exp,
+        "zero": total == 0, "nan": s["nan"], "inf": s["inf"], "inf_sign": s["inf_sign"],
+        "zero_sign": s["zero_sign"],
     }
-    s2 = _register(m, stage2, registers_after[1], "norm")
+    s2 = _register(m, stage, reg["normalise"], "normalise")
 
-    # -- stage 3: round to nearest even, pack, specials ---------------------------------------
+    # -- round to nearest even, pack, specials ------------------------------------------------
     n = s2["norm"]
     lsb, guard, round_bit, sticky_bit = n[GUARD_BITS], n[2], n[1], n[0]
     round_up = guard & (round_bit | sticky_bit | lsb)
     exp_field = Mux(n[SIG - 1], s2["exp"], 0)  # no hidden bit: subnormal
     packed = Signal(unsigned(E + M + 2), name="packed")
     m.d.comb += packed.eq(Cat(n[GUARD_BITS:GUARD_BITS + M], exp_field) + round_up)
-    overflow = packed >= fmt.infinity
+    # packed >= infinity, as bit tests: the exponent field all ones, or a carry above it
+    # (no second carry chain after the rounding one).
+    overflow = (packed[M + E:] != 0) | (packed[M:M + E] == fmt.exp_max)
 
     result = Signal(W, name="sum")
     with m.If(s2["nan"]):
@@ -177,8 +263,8 @@ class FpAdder(wiring.Component):
     format : str
         ``"binary16"``, ``"bfloat16"`` or ``"binary32"``.
     latency : int
-        Pipeline registers, 1..3: the output register, plus one after the align stage
-        (``latency >= 2``), plus one after the add/normalise stage (``latency == 3``).
+        Pipeline registers, 1..7: the output register plus ``latency - 1`` of the six
+        stage boundaries, chosen by :data:`REGISTERED_BOUNDARIES`.
 
     Members
     -------
@@ -188,7 +274,7 @@ class FpAdder(wiring.Component):
 
     def __init__(self, *, format: str = "binary16", latency: int = 1):  # noqa: A002 (IEEE term)
         self._fmt = float_format(format)
-        self._latency = check_int("latency", latency, 1, 3)
+        self._latency = check_int("latency", latency, 1, MAX_LATENCY)
         width = self._fmt.width
         self.operand_layout = data.StructLayout({"a": unsigned(width), "b": unsigned(width)})
         super().__init__({
@@ -219,6 +305,6 @@ class FpAdder(wiring.Component):
         m = Module()
         result, valid = fp_add_datapath(
             m, self._fmt, self.operands.payload.a, self.operands.payload.b, self.operands.valid,
-            registers_after=(self._latency >= 2, self._latency >= 3))
+            registers_after=registers_for_latency(self._latency))
         m.d.sync += [self.result.payload.eq(result), self.result.valid.eq(valid)]
         return m

@@ -13,12 +13,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .fp_add import fp_add_datapath
+from .fp_add import MAX_LATENCY, fp_add_datapath, registers_for_latency
 from .fp_format import FloatFormat, float_format
 from .params import check_int, check_power_of_two
 from .ports import ReadPortSignature, WriteOp
 
-__all__ = ["NearMemoryReducer"]
+__all__ = ["NearMemoryReducer", "DEFAULT_ADDER_LATENCY"]
+
+#: The adder latency the reducer uses by default, per format: the lowest that closes
+#: 100 MHz on ECP5 with the forwarding in front of the adder (``make synth``).
+DEFAULT_ADDER_LATENCY = {"binary16": 5, "bfloat16": 5, "binary32": 7}
 
 STATUS_COUNTER_WIDTH = 32
 
@@ -41,18 +45,41 @@ class NearMemoryReducer(wiring.Component):
     protocol that forgets to initialise fails its bench instead of passing on the
     simulator's zeros.
 
-    Pipeline: the bank is read in the request's cycle; one cycle later the operand is taken
-    from the bank or, if the previous request wrote the same address and has not yet
-    written back, forwarded from that request's result, and added; the next cycle writes
-    back. Because the add and the forwarding close in one cycle, back-to-back updates to one
-    address never stall: ``request.ready`` is always high.
+    Pipeline (cycles counted from the acceptance of a request, cycle 0)
+    ----------------------------------------------------------------------
+    0. the bank is read at the request's address;
+    1. the bank's word is registered (block-RAM clock-to-out stays off the adder's path),
+       and so is the result of an earlier request to the same address that the bank read
+       missed (the write-back of this cycle or of the cycle before);
+    2. the operand is chosen, the newest first: the result entering the write-back
+       register in this cycle if it is of the same address, else a missed result, else
+       the bank's word; it enters a pipelined :class:`~rtl.fp_add.FpAdder` datapath of
+       :attr:`adder_latency` cycles;
+    2 + :attr:`adder_latency`. the result (the sum, or a store's beat) is written back.
+
+    Updates of one address carry a true dependency, ((m + a) + b) needs m + a, and the
+    result must equal sequential IEEE addition in arrival order, so the bank never combines
+    two updates before they reach memory. A request accepted *d* cycles after an earlier
+    one to the same address finds that one's result written back if *d* ≥
+    ``adder_latency + 3``, or takes it forwarded (from the write-back, or from the
+    write-back one or two cycles before) if *d* is ``adder_latency`` to ``adder_latency + 2``. An
+    ``UPDATE`` with *d* < ``adder_latency`` would need a result that does not exist yet: it
+    is the only request that waits (``request.ready`` low while it is offered). Stores
+    never wait (they read nothing), and requests to other addresses flow at one per cycle.
 
     Timing
     ------
-    * :attr:`requests_per_cycle` = 1, whatever the address pattern.
-    * :attr:`write_latency` = 2: a request accepted in cycle *c* is visible to a ``read``
-      issued in cycle *c + 2* or later (reads are transparent to the write-back).
+    * :attr:`requests_per_cycle` = 1 for any pattern in which no ``UPDATE`` follows a
+      request to its address within :attr:`adder_latency` - 1 cycles (distinct addresses,
+      stores, the ring's interleaved tile streams; measured by ``make characterize``).
+    * :attr:`same_address_interval` = ``adder_latency``: a chain of updates to one address
+      runs at one per adder latency, by the dependency.
+    * :attr:`write_latency` = ``adder_latency + 2``: a request accepted in cycle *c* is
+      visible to a ``read`` issued in cycle *c + write_latency* or later (reads are
+      transparent to the write-back).
     * :attr:`read_latency` = 1: ``read.data`` holds the word one cycle after ``read.en``.
+    * ``request.ready`` depends on ``request.valid`` and the payload within the cycle (it
+      is high whenever ``valid`` is low); nothing else is combinational from input to output.
 
     Parameters
     ----------
@@ -66,6 +93,11 @@ class NearMemoryReducer(wiring.Component):
     power_up_seed : int or None
         Simulation only: seed of the pseudo-random words the bank holds at power-up
         (``None``: zeros, which is what synthesis gets).
+    adder_latency : int or None
+        Cycles of the lanes' adder, 1..7 (:class:`~rtl.fp_add.FpAdder`'s ``latency``).
+        ``None``: :data:`DEFAULT_ADDER_LATENCY` of the format, the lowest at which the
+        reducer closes 100 MHz on ECP5 (``make synth``): 5 for the 16-bit formats, 7 for
+        binary32, whose wider compare, shifts and rounding carry need every stage boundary.
     int_lane_width : int or None
         Formal proofs only: lanes of this many bits (1..64) added by a wrapping unsigned
         integer adder in place of the floating-point one (same place in the pipeline, same
@@ -84,8 +116,12 @@ class NearMemoryReducer(wiring.Component):
     """
 
     def __init__(self, *, format: str = "binary16", beat_width: int = 256, depth: int = 1024,  # noqa: A002
-                 power_up_seed: int | None = None, int_lane_width: int | None = None):
+                 power_up_seed: int | None = None, adder_latency: int | None = None,
+                 int_lane_width: int | None = None):
         self._fmt: FloatFormat = float_format(format)
+        if adder_latency is None:
+            adder_latency = DEFAULT_ADDER_LATENCY[self._fmt.name]
+        self._adder_latency = check_int("adder_latency", adder_latency, 1, MAX_LATENCY)
         if int_lane_width is not None:
             check_int("int_lane_width", int_lane_width, 1, 64)
         self._int_lane_width = int_lane_width
@@ -136,14 +172,30 @@ class NearMemoryReducer(wiring.Component):
         return self._beat_width // self.lane_width
 
     @property
+    def adder_latency(self) -> int:
+        """Cycles of the lanes' pipelined adder."""
+        return self._adder_latency
+
+    @property
     def requests_per_cycle(self) -> int:
-        """Requests accepted per cycle, for any mix and any address pattern."""
+        """Requests accepted per cycle when no update depends on a result still in the adder."""
         return 1
+
+    @property
+    def same_address_interval(self) -> int:
+        """Cycles between accepted updates of one address in a back-to-back chain."""
+        return self._adder_latency
+
+    @property
+    def hazard_window(self) -> int:
+        """An ``UPDATE`` waits while a request to its address was accepted within this many
+        cycles before (``adder_latency - 1``)."""
+        return self._adder_latency - 1
 
     @property
     def write_latency(self) -> int:
         """Cycles from a request's acceptance to the first read that sees it."""
-        return 2
+        return self._adder_latency + 2
 
     @property
     def read_latency(self) -> int:
@@ -160,7 +212,10 @@ class NearMemoryReducer(wiring.Component):
             power_up = [words.getrandbits(self._beat_width) for _ in range(self._depth)]
         m.submodules.bank = bank = Memory(shape=unsigned(self._beat_width), depth=self._depth, init=power_up)
         write = bank.write_port()
-        operand_read = bank.read_port(transparent_for=(write,))
+        # Not transparent: a transparent port is a registered address and an asynchronous
+        # read, into which yosys folds the word's register, putting block-RAM clock-to-out
+        # back on the adder's path. The write-back it misses is forwarded instead.
+        operand_read = bank.read_port()
         external_read = bank.read_port(transparent_for=(write,))
 
         m.d.comb += [
@@ -170,40 +225,79 @@ class NearMemoryReducer(wiring.Component):
         ]
 
         request = self.request.payload
-        accepted = self.request.valid  # always ready
-        m.d.comb += [self.request.ready.eq(1), operand_read.addr.eq(request.addr)]
+        L = self._adder_latency
+        last = L + 2  # the write-back's position (cycles since acceptance)
 
-        # Stage 1: operand selection and add.
-        s1_valid = Signal()
-        s1_addr = Signal(self._addr_width)
-        s1_op = Signal(WriteOp)
-        s1_data = Signal(self._beat_width)
-        m.d.sync += [s1_valid.eq(accepted), s1_addr.eq(request.addr), s1_op.eq(request.op),
-                     s1_data.eq(request.data)]
+        # Address and validity of the request at every position 1 .. L + 4 (L + 3 and L + 4:
+        # the write-backs of the two cycles before, still forwarding sources).
+        valid_at = [None] + [Signal(name=f"valid_{k}") for k in range(1, last + 3)]
+        addr_at = [None] + [Signal(self._addr_width, name=f"addr_{k}", reset_less=True) for k in range(1, last + 3)]
 
-        # Stage 2: write-back.
-        s2_valid = Signal()
-        s2_addr = Signal(self._addr_width)
-        s2_result = Signal(self._beat_width)
+        # Cycle 0: a hazard holds an UPDATE whose address is in positions 1 .. L - 1.
+        hazard = Signal()
+        m.d.comb += hazard.eq(request.op == WriteOp.UPDATE)
+        conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L)]
+        blocked = hazard & (Cat(*conflicts).any() if conflicts else 0)
+        m.d.comb += self.request.ready.eq(~(self.request.valid & blocked))
+        accepted = self.request.valid & self.request.ready
+        m.d.comb += operand_read.addr.eq(request.addr)
+        m.d.sync += [valid_at[1].eq(accepted), addr_at[1].eq(request.addr)]
+        for k in range(2, last + 3):
+            m.d.sync += [valid_at[k].eq(valid_at[k - 1]), addr_at[k].eq(addr_at[k - 1])]
 
-        # The bank read in stage 0 already saw the write-back of two requests ago
-        # (transparent port); only the previous request can be in flight.
-        forward = s2_valid & (s2_addr == s1_addr)
+        # Cycle 1: the bank's word is registered as it is (block-RAM clock-to-out and the
+        # read-during-write logic yosys adds stay off the adder's path); beside it, the
+        # results this request's bank read missed are chosen now: the write-back of this
+        # cycle (d = L + 1) or of the cycle before (d = L + 2), the newest first.
+        p1_op = Signal(WriteOp, reset_less=True)
+        p1_data = Signal(self._beat_width, reset_less=True)
+        m.d.sync += [p1_op.eq(request.op), p1_data.eq(request.data)]
+        writeback = Signal(self._beat_width, reset_less=True)
+        previous = Signal(self._beat_width, reset_less=True)
+        m.d.sync += previous.eq(writeback)
+        same_as_writeback = valid_at[L + 2] & (addr_at[L + 2] == addr_at[1])
+        same_as_previous = valid_at[L + 3] & (addr_at[L + 3] == addr_at[1])
+        p2_op = Signal(WriteOp, reset_less=True)
+        p2_data = Signal(self._beat_width, reset_less=True)
+        p2_bank = Signal(self._beat_width, reset_less=True)
+        p2_missed = Signal(self._beat_width, reset_less=True)
+        from_missed = Signal()          # cycle 2: take p2_missed rather than the bank's word
+        from_writeback = Signal()       # cycle 2: the result in the write-back register (d = L)
+        m.d.sync += [
+            p2_op.eq(p1_op), p2_data.eq(p1_data), p2_bank.eq(operand_read.data),
+            p2_missed.eq(Mux(same_as_writeback, writeback, previous)),
+            from_missed.eq(same_as_writeback | same_as_previous),
+            from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),
+        ]
+
+        # Cycle 2: operand choice (the newest result wins), then the adder; the result lands
+        # in the write-back register.
         stored = Signal(self._beat_width)
-        m.d.comb += stored.eq(Mux(forward, s2_result, operand_read.data))
+        m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))
 
+        registers = registers_for_latency(L)
         lane_sums = []
         for lane in range(self.lanes):
             bits = slice(lane * lane_width, (lane + 1) * lane_width)
             if self._int_lane_width is None:
-                total, _ = fp_add_datapath(m, fmt, stored[bits], s1_data[bits], s1_valid,
-                                           registers_after=(False, False))
-            else:  # wrapping: the carry out is dropped
-                total = (stored[bits] + s1_data[bits])[:lane_width]
+                total, _ = fp_add_datapath(m, fmt, stored[bits], p2_data[bits], valid_at[2],
+                                           registers_after=registers)
+            else:  # wrapping (the carry out is dropped), with the adder's latency
+                total = (stored[bits] + p2_data[bits])[:lane_width]
+                for stage in range(L - 1):
+                    delayed = Signal(lane_width, name=f"int_lane{lane}_s{stage}", reset_less=True)
+                    m.d.sync += delayed.eq(total)
+                    total = delayed
             lane_sums.append(total)
-        result = Mux(s1_op == WriteOp.UPDATE, Cat(*lane_sums), s1_data)
-        m.d.sync += [s2_valid.eq(s1_valid), s2_addr.eq(s1_addr), s2_result.eq(result)]
-        m.d.comb += [write.addr.eq(s2_addr), write.data.eq(s2_result), write.en.eq(s2_valid)]
+        # The op and a store's beat travel beside the adder's internal registers.
+        op_at, data_at = p2_op, p2_data
+        for stage in range(L - 1):
+            op_next = Signal(WriteOp, name=f"op_s{stage}", reset_less=True)
+            data_next = Signal(self._beat_width, name=f"data_s{stage}", reset_less=True)
+            m.d.sync += [op_next.eq(op_at), data_next.eq(data_at)]
+            op_at, data_at = op_next, data_next
+        m.d.sync += writeback.eq(Mux(op_at == WriteOp.UPDATE, Cat(*lane_sums), data_at))
+        m.d.comb += [write.addr.eq(addr_at[last]), write.data.eq(writeback), write.en.eq(valid_at[last])]
 
         status = self.status
         with m.If(accepted & (request.op == WriteOp.STORE)):

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -50,10 +50,19 @@ class T3Slice(wiring.Component):
     (``gemm_remote``). DMA command index ``commands - 1`` is reserved: a tile armed with it
     only signals ``notify`` when complete (the reduce-scatter's last stage).
 
+    The arbiter grants into an *issue register*; its request is issued to the bank in the
+    next cycle unless the bank refuses it: a tracked write waits while the tracker sweeps
+    after reset, and an ``UPDATE`` waits while its address had a write issued within
+    ``nmc.hazard_window`` cycles before (its sum is still in the bank's adder; see
+    :class:`~rtl.nmc.NearMemoryReducer`). While it waits nothing else is granted, so the
+    hazard clears by itself and no other write can overtake the refused one; and while a
+    communication update waits there for a hazard, the communication class is hidden from
+    the arbiter.
     A granted read returns the word as left by every request granted before it, on
-    ``gemm_read_data`` :attr:`read_latency` (= 2) cycles after its grant: the bank is read
-    one cycle after the grant, once the previous cycle's write has landed. No read ever
-    stalls on a write.
+    ``gemm_read_data`` :attr:`read_latency` (= ``nmc.write_latency + 1``) cycles after its
+    grant: it is issued the cycle after its grant and reads the bank
+    ``nmc.write_latency - 1`` cycles later, once every earlier write has landed. No read
+    ever stalls on a write.
 
     Initialisation: after reset the tracker sweeps its counters (``tracker.reset_cycles``
     cycles, ``arm`` not ready, tracked writes held). The bank keeps whatever it held (see
@@ -64,9 +73,10 @@ class T3Slice(wiring.Component):
     ----------------------
     Write *A → B* for "A can wait for B". The slice's queues form this graph::
 
-        gemm, gemm_read → compute queue → arbiter → bank grant
-        ingress, DMA read → arbiter → bank grant
-        bank grant (tracked write) → tracker sweep after reset (ends by itself)
+        gemm, gemm_read → compute queue → arbiter → issue register
+        ingress, DMA read → arbiter → issue register
+        issue register (tracked write) → tracker sweep after reset (ends by itself)
+        issue register (update) → the bank's adder pipeline (drains by itself in hazard_window cycles)
         arm → trigger queue → command table → engine → DMA read, egress
         egress → link → next GPU's ingress
         (GEMM writes of a tile → that tile's arm: the driver's order)
@@ -75,16 +85,24 @@ class T3Slice(wiring.Component):
     It has no cycle, so every request is served while the sinks (``egress``' link, the next
     GPU) are fair:
 
-    * The bank grant never waits on the tracker's trigger queue. Each armed tile reserves
+    * The issue register never waits on the tracker's trigger queue. Each armed tile reserves
       its trigger's slot when it is armed, so the tracker counts every write at once; it is
       ``arm`` that waits for slots. In the first version the grant of a write waited for
       room in the trigger queue, which drained only through a DMA read queued behind the
       same grant: a cycle, and a deadlock at 12 tiles per chunk.
     * In MCA mode a communication request waits at most ``starvation_limit`` cycles (plus
-      the tracker's sweep after a reset): its wait counts every cycle it is not granted.
+      the tracker's sweep after a reset, and ``nmc.hazard_window`` cycles for each hazard
+      in the issue register): its wait counts every cycle it is not granted, except those
+      in which the register holds a communication update waiting for a hazard (its own
+      class's), which would otherwise let one class's hazards buy it starvation priority.
       A compute request waits only while starving communication requests are served,
       one grant each, so it waits at most one cycle in ``starvation_limit + 1`` (a limit
-      of 0 gives communication strict priority).
+      of 0 gives communication strict priority), plus the hazard waits.
+    * A write refused for a hazard holds the issue register until it goes (at most
+      ``nmc.hazard_window`` cycles, since nothing else is issued meanwhile). Were the
+      arbiter free to issue around it, the other class could write the refused write's
+      address in every other cycle and refuse it for ever (the bounded-liveness check
+      found this in a version without the queue).
     * Reads never stall: a first version held a read for a cycle after a write to its
       address, and a stream of incoming writes to that address, each granted in the
       held cycle, could refuse it for ever (found by the bounded-liveness check).
@@ -106,7 +124,7 @@ class T3Slice(wiring.Component):
 
     Parameters
     ----------
-    format, beat_width, depth, power_up_seed
+    format, beat_width, depth, power_up_seed, adder_latency
         The bank (:class:`~rtl.nmc.NearMemoryReducer`); ``power_up_seed + 1`` also fills the
         tracker's counters at power-up.
     entries, count_width, trigger_depth
@@ -122,11 +140,12 @@ class T3Slice(wiring.Component):
     """
 
     def __init__(self, *, format: str = "binary16", beat_width: int = 64, depth: int = 256,  # noqa: A002
-                 power_up_seed: int | None = None,
+                 power_up_seed: int | None = None, adder_latency: int | None = None,
                  entries: int = 64, count_width: int = 8, trigger_depth: int | None = None, commands: int = 64,
                  max_beats: int = 16, port_width: int = 2, queue_depth: int = 4, tile_beats_log2: int = 2,
                  compute_queue_depth: int = 8, level_width: int = 5, wait_width: int = 16):
-        self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth, power_up_seed=power_up_seed)
+        self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth, power_up_seed=power_up_seed,
+                                     adder_latency=adder_latency)
         addr_width = self.nmc.addr_width
         self._tile_beats_log2 = check_int("tile_beats_log2", tile_beats_log2, 0, 12)
         check_power_of_two("commands", commands, 2, 1024)
@@ -185,13 +204,15 @@ class T3Slice(wiring.Component):
 
     @property
     def read_latency(self) -> int:
-        """Cycles from a read's grant to its data (``gemm_read_data``, the DMA engine's port)."""
-        return 1 + self.nmc.read_latency
+        """Cycles from a read's grant to its data (``gemm_read_data``, the DMA engine's port):
+        one in the issue register, then the bank is read once every earlier write has landed."""
+        return 1 + self.nmc.write_latency - 1 + self.nmc.read_latency
 
     @property
     def update_to_egress_latency(self) -> int:
-        """Cycles from the grant of a tile's last write to its first egress beat, all idle."""
-        return self.tracker.trigger_latency + self.table.lookup_latency + self.engine.start_latency
+        """Cycles from the grant of a tile's last write to its first egress beat, all idle
+        (one in the issue register, then the tracker counts it)."""
+        return 1 + self.tracker.trigger_latency + self.table.lookup_latency + self.engine.start_latency
 
     def elaborate(self, platform):
         m = Module()
@@ -242,37 +263,87 @@ class T3Slice(wiring.Component):
             comm_mux.b.payload.addr.eq(engine.mem_read.addr),
             engine.mem_read.ready.eq(comm_mux.b.ready),
         ]
-        wiring.connect(m, comm_mux.out, arbiter.comm)
+        comm_hidden = Signal()
+        m.d.comb += [
+            arbiter.comm.valid.eq(comm_mux.out.valid & ~comm_hidden),
+            arbiter.comm.payload.eq(comm_mux.out.payload),
+            comm_mux.out.ready.eq(arbiter.comm.ready),
+        ]
         m.d.comb += [arbiter.threshold.eq(self.threshold), arbiter.starvation_limit.eq(self.starvation_limit),
                      arbiter.mode.eq(self.mode)]
 
-        # -- the bank executes one grant per cycle -------------------------------------------
-        grant = arbiter.grant.payload.request
-        is_write = grant.kind != MemKind.READ
-        counted = is_write & grant.tracked
-        # (Qualified by valid so that an idle grant's undefined payload cannot reach ready.)
-        # tracker.update.ready is low only during its reset sweep: it waits on nothing.
-        m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | ~counted | tracker.update.ready)
-        fire = arbiter.grant.valid & arbiter.grant.ready
+        # -- the issue register: one granted request, issued to the bank when it can go -------
+        # The arbiter grants into a register; its request is issued to the bank in the next
+        # cycle unless the bank refuses it: a tracked write waits while the tracker sweeps
+        # after reset, and an update while its address's previous sum is still in the bank's
+        # adder (a write of its address issued within ``nmc.hazard_window`` cycles, the
+        # bank's documented rule). Nothing else is granted meanwhile, so the hazard clears
+        # by itself and no other write can overtake the refused one.
+        held = Signal(self.request_layout)
+        held_valid = Signal()
+        held_comm = Signal()
+        is_write = held.kind != MemKind.READ
+        counted = is_write & held.tracked
+        tracker_ok = ~counted | tracker.update.ready
+        # The bank's hazard for the held request is known a cycle ahead (a register), from
+        # the slice's own record of the writes it issued, so that the bank's address compare
+        # is not on the path from the arbiter through the grant to the DMA engine.
+        window = nmc.hazard_window
+        issued_valid = [Signal(name=f"issued_write_{k}") for k in range(1, window + 1)]
+        issued_addr = [Signal.like(held.addr, name=f"issued_addr_{k}", reset_less=True) for k in range(1, window + 1)]
+        blocked = Signal()       # the held request is an update the bank will refuse now
+        issue = Signal()
         m.d.comb += [
-            nmc.request.valid.eq(fire & is_write),
-            nmc.request.payload.addr.eq(grant.addr),
-            nmc.request.payload.op.eq(Mux(grant.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
-            nmc.request.payload.data.eq(grant.data),
-            tracker.update.valid.eq(fire & counted),
-            tracker.update.payload.tile.eq(grant.tile),
-            tracker.update.payload.source.eq(
-                Mux(arbiter.grant.payload.cls == RequestClass.COMM, UpdateSource.REMOTE, UpdateSource.LOCAL)),
+            issue.eq(held_valid & tracker_ok & ~blocked),
+            arbiter.grant.ready.eq(~held_valid | issue),
+            nmc.request.valid.eq(held_valid & is_write & tracker_ok & ~blocked),
+            nmc.request.payload.addr.eq(held.addr),
+            nmc.request.payload.op.eq(Mux(held.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
+            nmc.request.payload.data.eq(held.data),
         ]
-        # A granted read reads the bank one cycle later, when every write granted before it
-        # has landed (the bank's write latency is 2, its read port transparent): reads never
-        # stall. A read that stalled on the previous cycle's write instead could be refused
-        # for ever by a stream of writes to its address, each granted in the stalled cycle.
-        read_en = Signal()
-        read_addr = Signal.like(grant.addr)
-        read_for_gemm = Signal()
-        m.d.sync += [read_en.eq(fire & ~is_write), read_addr.eq(grant.addr),
-                     read_for_gemm.eq(fire & ~is_write & ~grant.dma)]
+        load = arbiter.grant.valid & arbiter.grant.ready
+        if window:
+            def blocked_next(request):
+                """Whether ``request``, held next cycle, is an update the bank refuses then."""
+                conflicts = [issue & is_write & (held.addr == request.addr)]
+                conflicts += [issued_valid[k] & (issued_addr[k] == request.addr) for k in range(window - 1)]
+                return (request.kind == MemKind.UPDATE) & Cat(*conflicts).any()
+
+            # Each candidate is checked beside the arbiter's decision, which picks at the end.
+            compute_blocked = blocked_next(arbiter.compute.payload)
+            comm_blocked = blocked_next(arbiter.comm.payload)
+            granted_blocked = Mux(arbiter.grant.payload.cls == RequestClass.COMM, comm_blocked, compute_blocked)
+            m.d.sync += blocked.eq(Mux(load, granted_blocked, held_valid & ~issue & blocked_next(held)))
+            m.d.sync += [issued_valid[0].eq(issue & is_write), issued_addr[0].eq(held.addr)]
+            for k in range(1, window):
+                m.d.sync += [issued_valid[k].eq(issued_valid[k - 1]), issued_addr[k].eq(issued_addr[k - 1])]
+        with m.If(arbiter.grant.ready):
+            m.d.sync += [held_valid.eq(arbiter.grant.valid), held.eq(arbiter.grant.payload.request),
+                         held_comm.eq(arbiter.grant.payload.cls == RequestClass.COMM)]
+        # The bank must agree: it takes every write the slice issues (checked in simulation).
+        m.d.sync += Assert(~nmc.request.valid | nmc.request.ready, "slice issued a write the bank refuses")
+        # While the register holds a communication update that the bank's hazard refuses,
+        # the communication class is hidden from the arbiter: waiting behind its own class's
+        # hazard must not count towards starvation, or a stream of incoming updates to one
+        # word would earn starvation priority from its own hazards and starve the GEMM
+        # (found by the bounded-liveness check). Both are registers: no path from the bank.
+        m.d.comb += comm_hidden.eq(held_comm & blocked)
+        m.d.comb += [
+            tracker.update.valid.eq(issue & counted),
+            tracker.update.payload.tile.eq(held.tile),
+            tracker.update.payload.source.eq(Mux(held_comm, UpdateSource.REMOTE, UpdateSource.LOCAL)),
+        ]
+        # An issued read reads the bank write_latency - 1 cycles later, when every write
+        # issued before it has landed (the bank's read port is transparent to the write-back
+        # of its cycle): reads never stall. A read that stalled on an earlier write instead
+        # could be refused for ever by a stream of writes to its address.
+        read_en, read_addr, read_for_gemm = issue & ~is_write, held.addr, issue & ~is_write & ~held.dma
+        for stage in range(nmc.write_latency - 1):
+            en_next = Signal(name=f"read_en_{stage}")
+            addr_next = Signal.like(held.addr, name=f"read_addr_{stage}", reset_less=True)
+            gemm_next = Signal(name=f"read_for_gemm_{stage}")
+            m.d.sync += [en_next.eq(read_en), addr_next.eq(read_addr), gemm_next.eq(read_for_gemm)]
+            read_en, read_addr, read_for_gemm = en_next, addr_next, gemm_next
         m.d.comb += [nmc.read.en.eq(read_en), nmc.read.addr.eq(read_addr), engine.mem_read.data.eq(nmc.read.data)]
         gemm_read_returning = Signal()
         m.d.sync += gemm_read_returning.eq(read_for_gemm)

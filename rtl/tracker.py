@@ -13,7 +13,6 @@ import random
 
 from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -40,23 +39,28 @@ class TrackerTable(wiring.Component):
     Each entry holds *armed*, the *count* of writes seen, the *threshold* and the index of
     the DMA command (*dma_cmd*) to fire. Counts, thresholds and command indices live in
     :class:`amaranth.lib.memory.Memory` so that they map to block RAM. The per-entry armed
-    bits are flip-flops, like the valid bits of a cache, because both the ``arm`` port and
-    the ``update`` pipeline must test them in the cycle a request arrives.
+    bits are flip-flops, like the valid bits of a cache: each request's bit is looked up at
+    the edge that accepts it, and corrected in the next cycle by the arms and completions
+    the vector does not show yet (see :meth:`elaborate`).
 
     Semantics
     ---------
     * ``arm`` (``{tile, threshold, dma_cmd}``) arms an entry. Every armed entry *reserves*
       one slot of the trigger queue for the trigger it will emit, so ``arm.ready`` is low
       while ``armed_entries`` plus the queued triggers fill the queue (and during the reset
-      sweep); otherwise it is high. In the cycle an arm is accepted it takes effect *before*
-      an update accepted in the same cycle, so the driver may arm a tile while the GEMM
-      already writes to it. An arm with ``threshold == 0`` or of an entry that is still
-      armed sets a sticky error and leaves the table unchanged.
+      sweep); otherwise it is high. An arm accepted at a clock edge counts in
+      ``armed_entries`` from the next cycle on, so it holds its slot from that cycle's
+      ``arm.ready`` on. In the cycle an arm is accepted it takes effect *before* an update
+      accepted in the same cycle, so the driver may arm a tile while the GEMM already
+      writes to it. An arm with ``threshold == 0`` or of an entry that is still armed sets a
+      sticky error and leaves the table unchanged.
     * ``update`` (``{tile, source}``) is one write seen at the memory controller. It adds
       one to the tile's count. When the count reaches the threshold the entry frees itself
       at once (a later arm of the same tile, even in the next cycle, is legal) and a
-      trigger ``{tile, dma_cmd}`` is queued in the slot its arm reserved. An update of an
-      unarmed entry sets a sticky error and is otherwise ignored.
+      trigger ``{tile, dma_cmd}`` is queued in the slot its arm reserved. The completed
+      entry stays in ``armed_entries`` (its reservation) until its trigger enters the queue,
+      ``trigger_latency - 1`` clock edges after the edge that accepted its last update. An
+      update of an unarmed entry sets a sticky error and is otherwise ignored.
     * ``update.ready`` is high in every cycle after the reset sweep. Because triggers only
       ever fill reserved slots, counting a write never waits for the trigger queue to
       drain. This is what keeps a T3 slice live: the writes the tracker counts share the
@@ -75,13 +79,14 @@ class TrackerTable(wiring.Component):
 
     Timing
     ------
-    * Latency: a trigger becomes valid :attr:`trigger_latency` (= 2) cycles after the
+    * Latency: a trigger becomes valid :attr:`trigger_latency` (= 3) cycles after the
       clock edge that accepts its last update, when the queue ahead of it is empty.
     * Throughput: :attr:`updates_per_cycle` (= 1) update per cycle, including back-to-back
-      updates to the same tile (the counter read-modify-write is resolved by a read port
-      transparent to the write-back), whatever ``trigger`` does. Arms never cost update
-      bandwidth; at most :attr:`trigger_depth` tiles are armed or awaiting their trigger's
-      hand-out at once.
+      updates to the same tile, whatever ``trigger`` does: the counter read-modify-write
+      is pipelined over the two cycles after an update's acceptance (read, then compare
+      and write back), and the new count of an update still in flight is forwarded to the
+      next update of its tile (no stall). Arms never cost update bandwidth; at most
+      :attr:`trigger_depth` tiles are armed or awaiting their trigger's hand-out at once.
 
     Parameters
     ----------
@@ -147,7 +152,8 @@ class TrackerTable(wiring.Component):
             "err_rearm_tile": unsigned(tile_width),
             "err_zero_threshold": 1,
             "err_zero_threshold_tile": unsigned(tile_width),
-            "armed_entries": unsigned(tile_width + 1),
+            # Armed entries plus the completions on their way into the trigger queue.
+            "armed_entries": unsigned(max(tile_width + 1, (entries + 2).bit_length())),
             "local_updates": unsigned(STATUS_COUNTER_WIDTH),
             "remote_updates": unsigned(STATUS_COUNTER_WIDTH),
             "triggers": unsigned(STATUS_COUNTER_WIDTH),
@@ -192,10 +198,11 @@ class TrackerTable(wiring.Component):
     def trigger_latency(self) -> int:
         """Cycles from the edge accepting a tile's last update to its ``trigger.valid``.
 
-        Holds when the trigger queue ahead of it is empty: one cycle for the counter read
-        and compare (stage 1), one for the trigger queue.
+        Holds when the trigger queue ahead of it is empty: one cycle for the memory reads
+        (count, threshold and command; stage S1), one for the compare and the write-back
+        (stage S2, at whose end the trigger enters the queue), one for the trigger queue.
         """
-        return 2
+        return 3
 
     @property
     def reset_cycles(self) -> int:
@@ -211,8 +218,10 @@ class TrackerTable(wiring.Component):
 
     def elaborate(self, platform) -> Elaboratable:
         m = Module()
-        entries = self._entries
+        entries, tile_width, count_width = self._entries, self._tile_width, self._count_width
+        depth = self._trigger_depth
 
+        # -- storage --------------------------------------------------------------------------
         # Counts are zero for every unarmed entry: the reset sweep writes zeros and a
         # completing update writes zero back. Arming therefore never writes the counter
         # memory, which keeps it at one write port (shared by the sweep and the write-back).
@@ -220,123 +229,300 @@ class TrackerTable(wiring.Component):
             power_up = []
         else:   # simulation: SRAM holds arbitrary counts at power-up; the sweep must clear them
             words = random.Random(self._power_up_seed)
-            power_up = [words.getrandbits(self._count_width) for _ in range(entries)]
-        m.submodules.count_mem = count_mem = Memory(
-            shape=unsigned(self._count_width), depth=entries, init=power_up)
+            power_up = [words.getrandbits(count_width) for _ in range(entries)]
+        m.submodules.count_mem = count_mem = Memory(shape=unsigned(count_width), depth=entries, init=power_up)
         count_wr = count_mem.write_port()
-        # Transparent to the write-back: an update entering while the previous update of
-        # the same tile writes back reads the new count, so back-to-back updates need no
-        # stall and no separate forwarding path.
+        # Transparent to the write-back at the reading edge (the update two ahead of the
+        # reader); the update one ahead writes back one edge later and is forwarded.
         count_rd = count_mem.read_port(transparent_for=(count_wr,))
 
+        # Thresholds are kept minus one: an update completes its entry when the count before
+        # it has reached ``threshold_m1``.
         config_layout = data.StructLayout({
-            "threshold": unsigned(self._count_width),
+            "threshold_m1": unsigned(count_width),
             "dma_cmd": unsigned(self._dma_cmd_width),
         })
         m.submodules.config_mem = config_mem = Memory(shape=config_layout, depth=entries, init=[])
         config_wr = config_mem.write_port()
-        # Transparent to the arm port: an update accepted in the arm's own cycle sees the
-        # threshold it programs ("arm while the GEMM writes").
+        # Transparent to the write of an arm resolved at the reading edge; an arm resolved
+        # one edge later (the one accepted with the reading update) is forwarded.
         config_rd = config_mem.read_port(transparent_for=(config_wr,))
 
-        m.submodules.trigger_fifo = trigger_fifo = SyncFIFO(
-            width=self.trigger_layout.size, depth=self._trigger_depth)
+        # The trigger queue: a memory read asynchronously at its head (first word fall-through).
+        m.submodules.trigger_queue = trigger_queue = Memory(shape=self.trigger_layout, depth=depth, init=[])
+        queue_wr = trigger_queue.write_port()
+        queue_rd = trigger_queue.read_port(domain="comb")
+        queue_head = Signal(range(depth))
+        queue_tail = Signal(range(depth))
+        queue_level = Signal(range(depth + 1))
 
-        armed = Signal(entries)
         # The reset sweep: starts at reset, clears one counter per cycle.
         clearing = Signal(init=1)
-        clear_addr = Signal(self._tile_width)
+        clear_addr = Signal(tile_width)
         with m.If(clearing):
             m.d.sync += clear_addr.eq(clear_addr + 1)
             with m.If(clear_addr == entries - 1):
                 m.d.sync += clearing.eq(0)
 
-        # Stage 1 registers: an armed update whose counter is being read.
+        # -- pipeline -------------------------------------------------------------------------
+        # Edge E accepts an arm and an update. In the cycle after E the arm is resolved (legal,
+        # or a re-arm of an armed entry) in stage P, and the update (armed or not) in stage S1
+        # while its count and its entry's configuration are read. In the cycle after that the
+        # update, if armed, is counted in stage S2: ``complete`` when its count reaches the
+        # threshold, with the count written back and the trigger queued at the end of that
+        # cycle. Both resolutions need the completion of the update accepted at E - 1, which
+        # S2 computes in that very cycle; everything else they need is in registers.
+        #
+        # The armed bits are flip-flops. The vector takes a resolution made in cycle k at the
+        # edge that ends cycle k + 1 (``commit_*`` hold it in between), so that the two late
+        # resolution signals drive a few loads rather than every entry. Each lookup is
+        # therefore registered at E together with the resolutions the vector does not show
+        # yet (those of E's cycle and of the cycle before), to be applied oldest first.
+        armed = Signal(entries)
+        commit_clear = Signal()             # a completion resolved in the previous cycle
+        commit_clear_tile = Signal(tile_width)
+        commit_set = Signal()               # a legal arm resolved in the previous cycle
+        commit_set_tile = Signal(tile_width)
+
+        def lookup(name):
+            return {
+                "was_armed": Signal(name=f"{name}_was_armed"),        # the armed vector's bit
+                "freed_late": Signal(name=f"{name}_freed_late"),      # completion resolved the cycle before
+                "rearmed_late": Signal(name=f"{name}_rearmed_late"),  # legal arm resolved the cycle before
+                "freed": Signal(name=f"{name}_freed"),                # completion resolved in E's cycle
+                "rearmed": Signal(name=f"{name}_rearmed"),            # legal arm resolved in E's cycle
+                "same_s2": Signal(name=f"{name}_same_s2"),            # the tile of the update now in S2
+            }
+
+        # P: the arm accepted at the previous edge.
+        p_valid = Signal()          # with a threshold other than 0
+        p_zero = Signal()           # with threshold 0
+        p_tile = Signal(tile_width)
+        p_config = Signal(config_layout)
+        p = lookup("p")
+        # S1: the update accepted at the previous edge.
         s1_valid = Signal()
-        s1_tile = Signal(self._tile_width)
-        s1_count_next = Signal(self._count_width + 1)
-        s1_complete = Signal()
+        s1_tile = Signal(tile_width)
+        s1 = lookup("s1")
+        s1_same_arm = Signal()      # accepted with an arm (threshold other than 0) of its tile
+        # S2: a counted update, the count of its entry before it and the entry's configuration.
+        s2_valid = Signal()
+        s2_tile = Signal(tile_width)
+        s2_count = Signal(count_width)
+        s2_config = Signal(config_layout)
+
+        # -- S2: count ------------------------------------------------------------------------
+        complete = Signal()
+        count_next = Signal(count_width)
+        # The count of an armed entry never passes its threshold - 1, so "reached" is a
+        # magnitude compare: the borrow of one subtraction (a carry chain), faster than the
+        # tree of LUTs of an equality.
+        below_threshold = Signal(count_width + 1)      # top bit: count < threshold - 1
         m.d.comb += [
-            s1_count_next.eq(count_rd.data + 1),
-            s1_complete.eq(s1_valid & (s1_count_next == config_rd.data.threshold)),
+            below_threshold.eq(s2_count - s2_config.threshold_m1),
+            complete.eq(s2_valid & ~below_threshold[count_width]),
+            count_next.eq(Mux(complete, 0, s2_count + 1)),
         ]
 
-        # -- armed state as seen in stage 0 -----------------------------------------------
-        # The update in stage 1 was accepted one cycle earlier, so if it completes its
-        # entry, that entry is already free for the requests of this cycle.
-        def armed_now(tile):
-            freed = s1_complete & (s1_tile == tile)
-            return armed.bit_select(tile, 1) & ~freed
+        def armed_then(r):
+            # Armed as of the edge that accepted the request (before an arm of that edge).
+            seen = (((r["was_armed"] & ~r["freed_late"]) | r["rearmed_late"]) & ~r["freed"]) | r["rearmed"]
+            return seen & ~(complete & r["same_s2"])
 
+        # -- P: resolve the arm ---------------------------------------------------------------
+        p_armed = armed_then(p)
+        arm_ok = Signal()
+        arm_busy = Signal()
+        m.d.comb += [arm_ok.eq(p_valid & ~p_armed), arm_busy.eq(p_valid & p_armed)]
+
+        # -- S1: resolve the update -----------------------------------------------------------
+        s1_armed = Signal()
+        s1_counted = Signal()
+        s1_unarmed = Signal()
+        # An update accepted with an arm of its tile is armed whatever the arm's fate: the arm
+        # either arms the entry or is refused because the entry is armed already (both
+        # lookups are of one tile at one edge), so ``arm_ok`` need not be waited for.
+        m.d.comb += [
+            s1_armed.eq(armed_then(s1) | s1_same_arm),
+            s1_counted.eq(s1_valid & s1_armed),
+            s1_unarmed.eq(s1_valid & ~s1_armed),
+        ]
+
+        # -- ports ----------------------------------------------------------------------------
         arm = self.arm.payload
         arm_fire = self.arm.valid & self.arm.ready
-        arm_zero = arm_fire & (arm.threshold == 0)
-        arm_busy = arm_fire & (arm.threshold != 0) & armed_now(arm.tile)
-        arm_ok = arm_fire & (arm.threshold != 0) & ~armed_now(arm.tile)
-
+        arm_take = arm_fire & (arm.threshold != 0)
         upd = self.update.payload
         update_fire = self.update.valid & self.update.ready
-        update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))
+        trigger_pop = self.trigger.valid & self.trigger.ready
 
-        # Reserved queue slots: one per armed entry (a completion in stage 1 still counts as
-        # armed until the edge that moves it into the queue) and one per queued trigger.
-        reserved = self.status.armed_entries + trigger_fifo.level
+        # Reserved queue slots: one per armed entry (a completion still counts until the edge
+        # that moves it into the queue) and one per queued trigger. ``reserved`` holds them
+        # without the arm resolved in this cycle (``arm_ok``, late), and ``room_1`` and
+        # ``room_2`` whether one and two more fit, so that ``arm.ready`` is one LUT after it.
+        reserved = Signal(range(depth + 1))
+        room_1 = Signal(init=1)                 # reserved < depth
+        room_2 = Signal(init=int(depth >= 2))   # reserved + 1 < depth
         m.d.comb += [
-            self.arm.ready.eq(~clearing & (reserved < self._trigger_depth)),
+            self.arm.ready.eq(~clearing & Mux(arm_ok, room_2, room_1)),
             self.update.ready.eq(~clearing),
-            config_wr.addr.eq(arm.tile),
-            config_wr.data.threshold.eq(arm.threshold),
-            config_wr.data.dma_cmd.eq(arm.dma_cmd),
-            config_wr.en.eq(arm_ok),
+        ]
+
+        def below(k):   # reserved + k < depth (k = -1 only with a trigger popped: reserved >= 1)
+            return Const(1) if k < 0 else (reserved + k < depth)
+
+        # Next: reserved + arm_ok - trigger_pop; each case's compare is formed from registers.
+        m.d.sync += [
+            reserved.eq(reserved + arm_ok - trigger_pop),
+            room_1.eq(Mux(arm_ok, Mux(trigger_pop, below(0), below(1)), Mux(trigger_pop, below(-1), below(0)))),
+            room_2.eq(Mux(arm_ok, Mux(trigger_pop, below(1), below(2)), Mux(trigger_pop, below(0), below(1)))),
+        ]
+
+        # -- accept: register the requests and their lookups ----------------------------------
+        def register_lookup(r, tile):
+            m.d.sync += [
+                r["was_armed"].eq(armed.bit_select(tile, 1)),
+                r["freed_late"].eq(commit_clear & (commit_clear_tile == tile)),
+                r["rearmed_late"].eq(commit_set & (commit_set_tile == tile)),
+                r["freed"].eq(complete & (s2_tile == tile)),
+                r["rearmed"].eq(arm_ok & (p_tile == tile)),
+                r["same_s2"].eq(s1_tile == tile),
+            ]
+
+        m.d.sync += [
+            p_valid.eq(arm_take),
+            p_zero.eq(arm_fire & (arm.threshold == 0)),
+            p_tile.eq(arm.tile),
+            p_config.threshold_m1.eq(arm.threshold - 1),
+            p_config.dma_cmd.eq(arm.dma_cmd),
+            s1_valid.eq(update_fire),
+            s1_tile.eq(upd.tile),
+            s1_same_arm.eq(arm_take & (arm.tile == upd.tile)),
+        ]
+        register_lookup(p, arm.tile)
+        register_lookup(s1, upd.tile)
+        m.d.comb += [
             count_rd.addr.eq(upd.tile),
             config_rd.addr.eq(upd.tile),
+            # A legal arm writes its configuration when it is resolved.
+            config_wr.addr.eq(p_tile),
+            config_wr.data.eq(p_config),
+            config_wr.en.eq(arm_ok),
         ]
 
-        # -- stage 1: count, write back, complete -----------------------------------------
+        # -- S1 -> S2: forward what the memories do not show yet ------------------------------
+        # The update in S2 writes back at this edge: if it is of S1's tile, its new count
+        # (0 if it completes; S1's update then belongs to a new arm) is S1's count. An arm
+        # resolved legal in this cycle writes its configuration at this edge: S1's update
+        # belongs to it if it was accepted with it.
+        forward = s2_valid & s1["same_s2"]
         m.d.sync += [
-            s1_valid.eq(update_fire & update_armed),
-            s1_tile.eq(upd.tile),
+            s2_valid.eq(s1_counted),
+            s2_tile.eq(s1_tile),
+            s2_config.eq(Mux(arm_ok & s1_same_arm, p_config, config_rd.data)),
         ]
+        # The memory's output (late) passes one LUT: a forwarded completion is a synchronous
+        # reset of the register rather than a term of its data.
+        with m.If(forward & complete):
+            m.d.sync += s2_count.eq(0)
+        with m.Else():
+            m.d.sync += s2_count.eq(Mux(forward, s2_count + 1, count_rd.data))
+
+        # -- S2: write back, queue the trigger ------------------------------------------------
         m.d.comb += [
-            count_wr.addr.eq(Mux(clearing, clear_addr, s1_tile)),
-            count_wr.data.eq(Mux(clearing | s1_complete, 0, s1_count_next)),
-            count_wr.en.eq(clearing | s1_valid),
-            trigger_fifo.w_en.eq(s1_complete),
+            count_wr.addr.eq(Mux(clearing, clear_addr, s2_tile)),
+            count_wr.data.eq(Mux(clearing, 0, count_next)),
+            count_wr.en.eq(clearing | s2_valid),
         ]
         trigger_in = Signal(self.trigger_layout)
         m.d.comb += [
-            trigger_in.tile.eq(s1_tile),
-            trigger_in.dma_cmd.eq(config_rd.data.dma_cmd),
-            trigger_fifo.w_data.eq(trigger_in),
+            trigger_in.tile.eq(s2_tile),
+            trigger_in.dma_cmd.eq(s2_config.dma_cmd),
+            # The slot at the tail is written whenever S2 holds a counted update, and the tail
+            # moves on only if it completes: the slot is free then (the update's entry holds a
+            # reservation, so the queue is not full), and the late ``complete`` drives no
+            # write enable.
+            queue_wr.addr.eq(queue_tail),
+            queue_wr.data.eq(trigger_in),
+            queue_wr.en.eq(s2_valid),
+        ]
+
+        def advance(pointer):
+            return Mux(pointer == depth - 1, 0, pointer + 1)
+
+        with m.If(complete):
+            m.d.sync += queue_tail.eq(advance(queue_tail))
+        with m.If(trigger_pop):
+            m.d.sync += queue_head.eq(advance(queue_head))
+        m.d.sync += queue_level.eq(queue_level + complete - trigger_pop)
+
+        # -- armed vector ---------------------------------------------------------------------
+        # This cycle's resolutions reach the vector one edge later, from registers.
+        m.d.sync += [
+            commit_clear.eq(complete),
+            commit_clear_tile.eq(s2_tile),
+            commit_set.eq(arm_ok),
+            commit_set_tile.eq(p_tile),
         ]
         # One-hot decoders rather than two dynamic bit assignments: the same function, but a
         # decoder and one AND-OR per entry instead of a priority mux per entry. The completion
-        # is older than an arm of the same cycle, so it clears first.
-        cleared = Mux(s1_complete, Const(1, entries) << s1_tile, 0)
-        set_ = Mux(arm_ok, Const(1, entries) << arm.tile, 0)
+        # (of an update accepted two edges before the arm) is older, so it clears first.
+        cleared = Mux(commit_clear, Const(1, entries) << commit_clear_tile, 0)
+        set_ = Mux(commit_set, Const(1, entries) << commit_set_tile, 0)
         m.d.sync += armed.eq((armed & ~cleared) | set_)
 
-        # -- trigger output ---------------------------------------------------------------
+        # -- trigger output -------------------------------------------------------------------
         m.d.comb += [
-            self.trigger.valid.eq(trigger_fifo.r_rdy),
-            self.trigger.payload.eq(trigger_fifo.r_data),
-            trigger_fifo.r_en.eq(self.trigger.ready),
+            queue_rd.addr.eq(queue_head),
+            self.trigger.valid.eq(queue_level != 0),
+            self.trigger.payload.eq(queue_rd.data),
         ]
 
-        # -- status -----------------------------------------------------------------------
+        # -- status ---------------------------------------------------------------------------
+        # The arm and the update accepted at the previous edge are resolved in this cycle: the
+        # fields they affect show the registers with this cycle's resolution applied.
         status = self.status
         m.d.comb += status.clearing.eq(clearing)
-        with m.If(arm_zero & ~status.err_zero_threshold):
-            m.d.sync += [status.err_zero_threshold.eq(1), status.err_zero_threshold_tile.eq(arm.tile)]
-        with m.If(arm_busy & ~status.err_rearm):
-            m.d.sync += [status.err_rearm.eq(1), status.err_rearm_tile.eq(arm.tile)]
-        with m.If(update_fire & ~update_armed & ~status.err_unarmed_update):
-            m.d.sync += [status.err_unarmed_update.eq(1), status.err_unarmed_update_tile.eq(upd.tile)]
-        m.d.sync += status.armed_entries.eq(status.armed_entries + arm_ok - s1_complete)
+
+        armed_base = Signal(len(status.armed_entries))     # without this cycle's arm
+        armed_inc = Signal.like(armed_base)
+        armed_dec = Signal.like(armed_base)
+        m.d.comb += [armed_inc.eq(armed_base + 1), armed_dec.eq(armed_base - 1)]
+        m.d.sync += armed_base.eq(Mux(arm_ok, Mux(complete, armed_base, armed_inc),
+                                      Mux(complete, armed_dec, armed_base)))
+        m.d.comb += status.armed_entries.eq(Mux(arm_ok, armed_inc, armed_base))
+
+        # Sticky error flags with the first offending tile: a register holds the flag from
+        # the cycle after the one that resolves it; in that cycle the resolution shows.
+        err_rearm = Signal()
+        err_rearm_tile = Signal(tile_width)
+        with m.If(arm_busy & ~err_rearm):
+            m.d.sync += [err_rearm.eq(1), err_rearm_tile.eq(p_tile)]
+        m.d.comb += [
+            status.err_rearm.eq(err_rearm | arm_busy),
+            status.err_rearm_tile.eq(Mux(err_rearm, err_rearm_tile, Mux(arm_busy, p_tile, 0))),
+        ]
+        err_unarmed = Signal()
+        err_unarmed_tile = Signal(tile_width)
+        with m.If(s1_unarmed & ~err_unarmed):
+            m.d.sync += [err_unarmed.eq(1), err_unarmed_tile.eq(s1_tile)]
+        m.d.comb += [
+            status.err_unarmed_update.eq(err_unarmed | s1_unarmed),
+            status.err_unarmed_update_tile.eq(Mux(err_unarmed, err_unarmed_tile, Mux(s1_unarmed, s1_tile, 0))),
+        ]
+        err_zero = Signal()
+        err_zero_tile = Signal(tile_width)
+        with m.If(p_zero & ~err_zero):
+            m.d.sync += [err_zero.eq(1), err_zero_tile.eq(p_tile)]
+        m.d.comb += [
+            status.err_zero_threshold.eq(err_zero | p_zero),
+            status.err_zero_threshold_tile.eq(Mux(err_zero, err_zero_tile, Mux(p_zero, p_tile, 0))),
+        ]
+
         with m.If(update_fire & (upd.source == UpdateSource.LOCAL)):
             m.d.sync += status.local_updates.eq(status.local_updates + 1)
         with m.If(update_fire & (upd.source == UpdateSource.REMOTE)):
             m.d.sync += status.remote_updates.eq(status.remote_updates + 1)
-        with m.If(self.trigger.valid & self.trigger.ready):
+        with m.If(trigger_pop):
             m.d.sync += status.triggers.eq(status.triggers + 1)
         return m

@@ -5,6 +5,12 @@
 Read from ``sim_results/rtl_timing.json`` (written by ``make characterize``) when it
 exists, otherwise from the read-only timing properties of the ``rtl/`` components. Nothing
 is copied by hand; :attr:`BlockTiming.source` says which source was used.
+
+The figures are cycles of the memory controller's clock: the model converts them at the
+preset's ``mc_clock_GHz`` (the GPU's controller clock, e.g. 1 GHz for the paper's HBM2),
+assuming the blocks run in the controller's clock domain as T3 places them. The FPGA
+prototype's own clock (``sim_results/synth.json``, ≥ 100 MHz on ECP5) says the pipelines
+are realistic, not how fast an ASIC controller would clock them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ class BlockTiming:
     dma_issue_cycles : int
         DMA path: trigger to the first beat on the link.
     reducer_requests_per_cycle : float
-        Near-memory reducer: update requests per cycle per channel.
+        Near-memory reducer: requests per cycle per channel on T3's own write stream (the
+        ring's local stores and remote updates, measured by ``make characterize``); below 1
+        only where an update waits for its address's previous sum in the pipelined adder.
     reducer_write_cycles : int
         Near-memory reducer: acceptance to visibility of an update.
     reducer_beat_bytes : int
@@ -83,7 +91,7 @@ def load_block_timing(path: Path | None = RTL_TIMING_JSON) -> BlockTiming:
         return BlockTiming(
             trigger_cycles=int(figures["tracker_trigger_latency"]["value"]),
             dma_issue_cycles=int(figures["dma_issue_latency"]["value"]),
-            reducer_requests_per_cycle=float(figures["reducer_updates_per_cycle_random"]["value"]),
+            reducer_requests_per_cycle=float(figures["reducer_requests_per_cycle_ring_stream"]["value"]),
             reducer_write_cycles=int(figures["reducer_write_latency"]["value"]),
             reducer_beat_bytes=int(figures["reducer_beat_bytes"]["value"]),
             source=f"{Path(path).name} (measured in RTL simulation)",

@@ -134,7 +134,7 @@ def _report(args) -> int:
     layers = layer_study(cfg, args.models, args.tp, phases)
     cu_sharing = cu_sharing_study(cfg, results)
     print(f"preset {cfg.system.name}: {cfg.system.source}")
-    print(f"block timing: {cfg.block.source}")
+    print(f"block timing: {cfg.block.source}, in memory-controller cycles at {cfg.system.gpu.mc_clock_GHz:g} GHz")
     print(format_table(results, summaries))
     print()
     print(format_cu_sharing(cu_sharing))
@@ -154,7 +154,7 @@ def _sensitivity(args) -> int:
     cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
     result = run_sensitivity(cfg, step=args.step, jobs=args.jobs)
     print(f"preset {cfg.system.name}: {cfg.system.source}")
-    print(f"block timing: {cfg.block.source}")
+    print(f"block timing: {cfg.block.source}, in memory-controller cycles at {cfg.system.gpu.mc_clock_GHz:g} GHz")
     print(format_sensitivity(result))
     for path in write_sensitivity(result, args.out):
         print(f"wrote {path}")

@@ -327,7 +327,8 @@ def _markdown(results: list[PointResult], summaries: dict[str, Summary], cfg: St
     head = "| model | TP | phase | sublayer | GEMM (us) | sequential (us) | " + " | ".join(SCHEMES[1:]) + \
         " | DRAM cut (T3-MCA) |"
     lines = [f"# Sublayer study, preset `{cfg.system.name}`", "",
-             f"Block timing source: {cfg.block.source}.", "", head,
+             f"Block timing source: {cfg.block.source}; its cycles are memory-controller cycles at "
+             f"{cfg.system.gpu.mc_clock_GHz:g} GHz (the preset's controller clock).", "", head,
              "|" + "---|" * (7 + len(SCHEMES) - 1)]
     for r in results:
         p, seq = r.point, r.schemes["sequential"]

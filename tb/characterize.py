@@ -95,40 +95,69 @@ def dma_issue_latency() -> tuple[int, float]:
     return result["latency"], result["rate"]
 
 
-def reducer_throughput(hot: bool, requests: int = 400) -> tuple[float, int]:
-    """Update requests accepted per cycle (hot: 2 addresses; else random), and the visibility
-    latency of a write to a read."""
-    dut = NearMemoryReducer(format="binary16", beat_width=64, depth=64)
+def reducer_throughput(addresses: list[int], ops: list[int] | None = None) -> float:
+    """Requests accepted per cycle when ``addresses`` (with ``ops``, default all UPDATE) are
+    offered back to back, each held until accepted, into the default reducer (64-bit beats)."""
+    dut = NearMemoryReducer(format="binary16", beat_width=64, depth=256)
+    ops = [1] * len(addresses) if ops is None else ops
     rng = random.Random(1)
     result = {}
 
     async def bench(ctx):
-        accepted = cycles = 0
-        while accepted < requests:
-            addr = rng.choice((5, 6)) if hot else rng.randrange(64)
+        cycles = 0
+        ctx.set(dut.request.valid, 1)
+        for addr, op in zip(addresses, ops, strict=True):
             ctx.set(dut.request.payload.as_value(),
-                    pack(dut.request_layout, {"addr": addr, "op": 1, "data": rng.getrandbits(64)}))
-            ctx.set(dut.request.valid, 1)
-            accepted += ctx.get(dut.request.ready)
-            cycles += 1
-            await ctx.tick()
+                    pack(dut.request_layout, {"addr": addr % 256, "op": op, "data": rng.getrandbits(64)}))
+            while True:
+                ready = ctx.get(dut.request.ready)
+                cycles += 1
+                await ctx.tick()
+                if ready:
+                    break
         ctx.set(dut.request.valid, 0)
-        result["rate"] = accepted / cycles
-        # Visibility: store a word, then read the same address each cycle until it shows.
+        result["rate"] = len(addresses) / cycles
+
+    _simulate(dut, bench)
+    return result["rate"]
+
+
+def reducer_write_latency() -> int:
+    """Cycles from a store's acceptance to the first read that sees it."""
+    dut = NearMemoryReducer(format="binary16", beat_width=64, depth=64)
+    result = {}
+
+    async def bench(ctx):
         ctx.set(dut.request.payload.as_value(), pack(dut.request_layout, {"addr": 9, "op": 0, "data": 0xABCD}))
         ctx.set(dut.request.valid, 1)
         await ctx.tick()          # accepted at this edge: cycle 0 of the count
         ctx.set(dut.request.valid, 0)
         ctx.set(dut.read.addr, 9)
         ctx.set(dut.read.en, 1)
-        for issued in range(1, 10):
+        for issued in range(1, 20):
             await ctx.tick()      # the read issued in cycle `issued` shows its data now
             if ctx.get(dut.read.data) == 0xABCD:
                 result["visible"] = issued
                 return
 
     _simulate(dut, bench)
-    return result["rate"], result["visible"]
+    return result["visible"]
+
+
+def ring_bank_streams(cycles: int = 40_000, seed: int = 11) -> tuple[list[list[tuple[int, int]]], dict]:
+    """Every bank write of the 4-GPU ring trace run (GEMM stores and updates, remote updates,
+    the zeroing stores), per GPU in grant order; and the hazard waits seen in the ring."""
+    from tb.ring.trace import RingTrace
+    from tb.trace.bench import run_trace
+
+    bench = RingTrace()
+    bench.bank_writes = []
+    run_trace(bench, cycles=cycles, seed=seed)
+    streams: list[list[tuple[int, int]]] = [[] for _ in range(bench.gpus)]
+    for gpu, _, addr, op in bench.bank_writes:
+        streams[gpu].append((addr, 1 if op == 1 else 0))
+    return streams, {"gpus": bench.gpus, "trace_cycles": cycles, "trace_seed": seed,
+                     "writes": len(bench.bank_writes)}
 
 
 def arbiter_shares(mode: ArbiterMode, compute_p: float, *, comm_p: float = 0.5, cycles: int = 3000,
@@ -191,18 +220,23 @@ def characterize(*, with_ring: bool = True) -> dict:
     figures["dma_issue_latency"] = _figure(latency, "cycles", dma_params,
                                            "Amaranth sim: trigger accepted -> first egress.valid")
     figures["dma_beats_per_cycle"] = _figure(rate, "beats/cycle", dma_params, "Amaranth sim: 16-beat command")
-    hot_rate, visible = reducer_throughput(True)
-    random_rate, _ = reducer_throughput(False)
-    reducer_params = {"format": "binary16", "beat_width": 64, "requests": 400}
-    figures["reducer_updates_per_cycle_hot"] = _figure(hot_rate, "requests/cycle", {**reducer_params, "addresses": 2},
-                                                       "Amaranth sim: back-to-back updates, 2 hot addresses")
-    figures["reducer_updates_per_cycle_random"] = _figure(random_rate, "requests/cycle",
-                                                          {**reducer_params, "addresses": 64},
-                                                          "Amaranth sim: back-to-back updates, random addresses")
-    figures["reducer_write_latency"] = _figure(visible, "cycles", reducer_params,
+    reducer = NearMemoryReducer()
+    reducer_params = {"format": "binary16", "beat_width": 64, "adder_latency": reducer.adder_latency}
+    figures["reducer_updates_per_cycle_distinct"] = _figure(
+        reducer_throughput(list(range(400))), "requests/cycle", {**reducer_params, "requests": 400},
+        "Amaranth sim: back-to-back updates to 400 successive addresses")
+    rng = random.Random(3)
+    figures["reducer_updates_per_cycle_random"] = _figure(
+        reducer_throughput([rng.randrange(256) for _ in range(2000)]), "requests/cycle",
+        {**reducer_params, "requests": 2000, "addresses": 256},
+        "Amaranth sim: back-to-back updates to random addresses of 256")
+    figures["reducer_updates_per_cycle_same_address"] = _figure(
+        reducer_throughput([7] * 200), "requests/cycle", {**reducer_params, "requests": 200},
+        "Amaranth sim: back-to-back updates to one address (a dependency chain)")
+    figures["reducer_write_latency"] = _figure(reducer_write_latency(), "cycles", reducer_params,
                                                "Amaranth sim: store accepted -> first read that sees it")
-    figures["reducer_beat_bytes"] = _figure(NearMemoryReducer().beat_width // 8, "bytes",
-                                            {"beat_width": NearMemoryReducer().beat_width}, "default reducer beat")
+    figures["reducer_beat_bytes"] = _figure(reducer.beat_width // 8, "bytes",
+                                            {"beat_width": reducer.beat_width}, "default reducer beat")
     for mode in (ArbiterMode.MCA, ArbiterMode.ROUND_ROBIN):
         for compute_p in (0.25, 0.5, 0.9):
             share, worst = arbiter_shares(mode, compute_p)
@@ -212,6 +246,12 @@ def characterize(*, with_ring: bool = True) -> dict:
             figures[key + "_compute_share"] = _figure(share, "grants/cycle", params, "Amaranth sim")
             figures[key + "_worst_comm_wait"] = _figure(worst, "cycles", params, "Amaranth sim")
     if with_ring:
+        streams, where = ring_bank_streams()
+        rates = [reducer_throughput([a for a, _ in st], [op for _, op in st]) for st in streams]
+        figures["reducer_requests_per_cycle_ring_stream"] = _figure(
+            round(min(rates), 4), "requests/cycle", {**reducer_params, **where},
+            "Amaranth sim: each GPU's bank writes of the 4-GPU ring trace run (local stores and remote "
+            "updates as the protocol interleaves them), offered back to back; the slowest GPU")
         ring = ring_cycles("n4")
         p = ring["params"]
         gpus, beats, tiles = p["gpus"], 1 << p["tile_beats_log2"], 4

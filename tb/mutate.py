@@ -93,32 +93,32 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- tracker ----------------------------------------------------------------------------
     Mutant("tracker-fires-early", "tracker", Patch(
         "tracker.py",
-        "s1_complete.eq(s1_valid & (s1_count_next == config_rd.data.threshold)),",
-        "s1_complete.eq(s1_valid & (s1_count_next + 1 == config_rd.data.threshold)),",
+        "below_threshold.eq(s2_count - s2_config.threshold_m1),",
+        "below_threshold.eq(s2_count + 1 - s2_config.threshold_m1),",
         "off-by-one threshold: the trigger fires at threshold - 1 updates"), TRACE_TRACKER),
     Mutant("tracker-fires-late", "tracker", Patch(
         "tracker.py",
-        "s1_complete.eq(s1_valid & (s1_count_next == config_rd.data.threshold)),",
-        "s1_complete.eq(s1_valid & (count_rd.data == config_rd.data.threshold)),",
-        "off-by-one threshold: compares the count before the increment, fires at threshold + 1"),
+        "below_threshold.eq(s2_count - s2_config.threshold_m1),",
+        "below_threshold.eq(s2_count - s2_config.threshold_m1 - 1),",
+        "off-by-one threshold: completes one update late, the trigger fires at threshold + 1 updates"),
         TRACE_TRACKER),
     Mutant("tracker-same-cycle-arm", "tracker", Patch(
         "tracker.py",
-        "update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))",
-        "update_armed = armed_now(upd.tile)",
+        "s1_armed.eq(armed_then(s1) | s1_same_arm),",
+        "s1_armed.eq(armed_then(s1)),",
         "same-cycle arm and update: the update is ordered before the arm (counted as unarmed)"),
         TRACE_TRACKER),
     Mutant("tracker-config-not-transparent", "tracker", Patch(
         "tracker.py",
         "config_rd = config_mem.read_port(transparent_for=(config_wr,))",
         "config_rd = config_mem.read_port()",
-        "same-cycle arm and update: the update reads the old threshold (config read not transparent)"),
+        "an update accepted the cycle after its tile's arm reads the old threshold (config read not transparent)"),
         TRACE_TRACKER),
     Mutant("tracker-rearm-lost", "tracker", Patch(
         "tracker.py",
         "m.d.sync += armed.eq((armed & ~cleared) | set_)",
         "m.d.sync += armed.eq((armed | set_) & ~cleared)",
-        "completion clears the armed bit after a same-cycle re-arm of the tile, losing the re-arm"),
+        "a completion clears the armed bit after a re-arm of the tile the cycle after it, losing the re-arm"),
         TRACE_TRACKER),
     Mutant("tracker-sweep-short", "tracker", Patch(
         "tracker.py",
@@ -127,14 +127,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "reset sweep skips the last entry (it keeps its power-up count)"), TRACE_TRACKER),
     Mutant("tracker-reservation-off-by-one", "tracker", Patch(
         "tracker.py",
-        "self.arm.ready.eq(~clearing & (reserved < self._trigger_depth)),",
-        "self.arm.ready.eq(~clearing & (reserved <= self._trigger_depth)),",
+        "return Const(1) if k < 0 else (reserved + k < depth)",
+        "return Const(1) if k < 0 else (reserved + k <= depth)",
         "arm accepted with every trigger slot already reserved (< vs <=)"), TRACE_TRACKER),
     # -- DMA path -----------------------------------------------------------------------------
     Mutant("dma-buffer-room-off-by-one", "dma_engine", Patch(
         "dma_engine.py",
-        "want.eq(active & (buffer.level + in_flight < self.buffer_depth)),",
-        "want.eq(active & (buffer.level + in_flight <= self.buffer_depth)),",
+        "room.eq(reserved_next < self.buffer_depth)",
+        "room.eq(reserved_next <= self.buffer_depth)",
         "read issued with the beat buffer full: a beat is skipped under egress back-pressure"), TRACE_DMA),
     Mutant("dma-done-under-stall", "dma_engine", Patch(
         "dma_engine.py",
@@ -158,28 +158,36 @@ MUTANTS: tuple[Mutant, ...] = (
         "trigger.ready ignores the lookup in flight: the issue queue overflows, a command is lost"),
         TRACE_DMA),
     # -- near-memory reducer ----------------------------------------------------------------
-    Mutant("reducer-no-forward-d1", "nmc", Patch(
+    Mutant("reducer-no-forward-writeback", "nmc", Patch(
         "nmc.py",
-        "m.d.comb += stored.eq(Mux(forward, s2_result, operand_read.data))",
-        "m.d.comb += stored.eq(operand_read.data)",
-        "forwarding path dropped at distance 1: back-to-back updates of a word read a stale operand"),
+        "m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))",
+        "m.d.comb += stored.eq(Mux(from_missed, p2_missed, p2_bank))",
+        "no forwarding from the write-back: an update adder_latency cycles after its word's previous "
+        "request reads a stale operand"),
         TRACE_REDUCER),
-    Mutant("reducer-no-forward-d2", "nmc", Patch(
+    Mutant("reducer-no-forward-previous", "nmc", Patch(
         "nmc.py",
-        "operand_read = bank.read_port(transparent_for=(write,))",
-        "operand_read = bank.read_port()",
-        "forwarding at distance 2 dropped: the operand read is not transparent to the write-back"),
+        "p2_missed.eq(Mux(same_as_writeback, writeback, previous)),",
+        "p2_missed.eq(writeback),",
+        "no forwarding of the write-back two cycles before: the (non-transparent) bank read missed it"),
+        TRACE_REDUCER),
+    Mutant("reducer-hazard-window-short", "nmc", Patch(
+        "nmc.py",
+        "conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L)]",
+        "conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L - 1)]",
+        "hazard window one cycle short: an update enters the adder before its operand exists"),
         TRACE_REDUCER),
     Mutant("reducer-hazard-compare", "nmc", Patch(
         "nmc.py",
-        "forward = s2_valid & (s2_addr == s1_addr)",
-        "forward = s2_valid & (s2_addr[1:] == s1_addr[1:])",
-        "hazard compare ignores the address LSB: forwards the neighbour word's result"), TRACE_REDUCER),
-    Mutant("reducer-hazard-wrong-valid", "nmc", Patch(
+        "conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L)]",
+        "conflicts = [valid_at[k] & (addr_at[k][1:] == request.addr[1:]) for k in range(1, L)]",
+        "hazard compare ignores the address LSB: a neighbour word's update waits for nothing"),
+        TRACE_REDUCER),
+    Mutant("reducer-forward-wrong-valid", "nmc", Patch(
         "nmc.py",
-        "forward = s2_valid & (s2_addr == s1_addr)",
-        "forward = s1_valid & (s2_addr == s1_addr)",
-        "hazard compare qualified by the wrong stage's valid: forwards an idle slot's stale result"),
+        "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
+        "from_writeback.eq(valid_at[L] & (addr_at[L + 1] == addr_at[1])),",
+        "forwarding qualified by the wrong stage's valid: forwards an idle slot's stale result"),
         TRACE_REDUCER),
     # -- arbiter ------------------------------------------------------------------------------
     Mutant("arbiter-wait-never-resets", "arbiter", Patch(
@@ -215,9 +223,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "ties rounded away from zero instead of to even"), FP_VECTORS),
     Mutant("fp-sticky-dropped", "fp_add", Patch(
         "fp_add.py",
-        'stage1["small"].eq(shifted | sticky),',
-        'stage1["small"].eq(shifted),',
+        "m.d.comb += small_aligned.eq(shifted | sticky)",
+        "m.d.comb += small_aligned.eq(shifted)",
         "alignment drops the sticky bit of the shifted-out bits"), FP_VECTORS),
+    Mutant("fp-normalise-past-minimum-exponent", "fp_add", Patch(
+        "fp_add.py",
+        'left = _leading_zeros(m, total[:SIG] | s["limit"], SIG)',
+        "left = _leading_zeros(m, total[:SIG], SIG)",
+        "the normalising shift is not stopped at the minimum exponent: subnormal results go wrong"),
+        FP_VECTORS),
     # -- stream mux, link, slice --------------------------------------------------------------
     Mutant("mux-changes-offer", "stream_mux", Patch(
         "stream_mux.py",
@@ -241,8 +255,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "bandwidth off by one: the link accepts a beat one cycle early"), LINK),
     Mutant("slice-grant-waits-arm-ready", "t3_slice", Patch(
         "t3_slice.py",
-        "m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | ~counted | tracker.update.ready)",
-        "m.d.comb += arbiter.grant.ready.eq(~arbiter.grant.valid | ~counted | tracker.arm.ready)",
+        "tracker_ok = ~counted | tracker.update.ready",
+        "tracker_ok = ~counted | tracker.arm.ready",
         "bank grant waits on the tracker's arm.ready (trigger slots) instead of update.ready: deadlock"),
         SLICE),
     Mutant("slice-dma-read-ignores-grant", "t3_slice", Patch(
@@ -250,29 +264,35 @@ MUTANTS: tuple[Mutant, ...] = (
         "engine.mem_read.ready.eq(comm_mux.b.ready),",
         "engine.mem_read.ready.eq(comm_mux.b.valid),",
         "DMA read counted as issued when only requested, not granted: beats skipped"), SLICE),
+    Mutant("slice-read-before-writes-land", "t3_slice", Patch(
+        "t3_slice.py",
+        "for stage in range(nmc.write_latency - 1):",
+        "for stage in range(nmc.write_latency - 2):",
+        "reads the bank one cycle early: a read granted right after a write misses it"),
+        SLICE),
     Mutant("slice-update-source-swapped", "t3_slice", Patch(
         "t3_slice.py",
-        "Mux(arbiter.grant.payload.cls == RequestClass.COMM, UpdateSource.REMOTE, UpdateSource.LOCAL)),",
-        "Mux(arbiter.grant.payload.cls == RequestClass.COMM, UpdateSource.LOCAL, UpdateSource.REMOTE)),",
+        "tracker.update.payload.source.eq(Mux(held_comm, UpdateSource.REMOTE, UpdateSource.LOCAL)),",
+        "tracker.update.payload.source.eq(Mux(held_comm, UpdateSource.LOCAL, UpdateSource.REMOTE)),",
         "tracker told a remote update is local and vice versa (status counters swapped)"), RING_THEN_SLICE,
         note="the ring tests (n4-tiles12, run first) pass: in a ring reduce-scatter every GPU counts as many "
              "local writes as remote updates, (N-1) chunks of beats each, so the swapped end-of-run counters "
              "still match; the slice's trace run and bench, which compare status every cycle, kill it"),
     # -- found by the review of the trace runs (sticky tiles, ingress stores, ring wiring) --
     Mutant("tracker-err-rearm-tile-not-sticky", "tracker", Patch(
-        "tracker.py", "with m.If(arm_busy & ~status.err_rearm):", "with m.If(arm_busy):",
+        "tracker.py", "with m.If(arm_busy & ~err_rearm):", "with m.If(arm_busy):",
         "the re-arm error's tile is overwritten by a later re-arm (the first offender is lost)"), TRACE_TRACKER),
     Mutant("tracker-err-unarmed-tile-not-sticky", "tracker", Patch(
-        "tracker.py", "with m.If(update_fire & ~update_armed & ~status.err_unarmed_update):",
-        "with m.If(update_fire & ~update_armed):",
+        "tracker.py", "with m.If(s1_unarmed & ~err_unarmed):",
+        "with m.If(s1_unarmed):",
         "the unarmed-update error's tile is overwritten by a later one"), TRACE_TRACKER),
     Mutant("tracker-update-armed-by-any-arm", "tracker", Patch(
-        "tracker.py", "update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))",
-        "update_armed = armed_now(upd.tile) | arm_ok",
+        "tracker.py", "s1_armed.eq(armed_then(s1) | s1_same_arm),",
+        "s1_armed.eq(armed_then(s1) | p_valid),",
         "a same-cycle arm of any tile makes an update count as armed"), TRACE_TRACKER),
     Mutant("tracker-trigger-fifo-one-short", "tracker", Patch(
-        "tracker.py", "width=self.trigger_layout.size, depth=self._trigger_depth)",
-        "width=self.trigger_layout.size, depth=self._trigger_depth - 1)",
+        "tracker.py", "return Mux(pointer == depth - 1, 0, pointer + 1)",
+        "return Mux(pointer == depth - 2, 0, pointer + 1)",
         "trigger queue one entry shorter than the reservations it backs"), TRACE_TRACKER),
     Mutant("slice-ingress-store-as-update", "t3_slice", Patch(
         "t3_slice.py", "comm_mux.a.payload.kind.eq(Mux(packet.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),",

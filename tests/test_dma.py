@@ -77,7 +77,7 @@ def test_joined_timing_properties():
     assert DmaPath(queue_depth=2).min_beats_for_full_rate == 2
     top = TrackAndTrigger(entries=64, commands=32)
     assert top.tracker.dma_cmd_width == top.dma.table.dma_cmd_width == 5
-    assert top.update_to_egress_latency == top.trigger_latency + top.issue_latency == 2 + 5
+    assert top.update_to_egress_latency == top.trigger_latency + top.issue_latency == 3 + 5
 
 
 # -- Amaranth simulation ----------------------------------------------------------------------

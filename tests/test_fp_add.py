@@ -2,16 +2,18 @@
 """FpAdder: constructor checks, then bit-exact comparison with numpy / ml_dtypes.
 
 Random *bit patterns* (not random floats) hit subnormals, infinities and NaNs. Counts per
-``make test``: 1,000,000 binary16, 200,000 bfloat16 and 200,000 binary32 at latency 1 (the
-reducer's), plus 20,000 per format at latencies 2 and 3, plus the directed list in every
-format and latency. Every run also checks that each result comes exactly ``latency``
-cycles after its operands; mutants built here (one cycle late, one cycle early) show that
+``make test``: 1,000,000 binary16, 200,000 bfloat16 and 200,000 binary32 at the latency
+the reducer uses for that format, plus 20,000 per format at every latency 1..7 (a
+million each under ``make soak``), plus the directed list in every format and latency.
+Every run also checks that each result comes exactly ``latency`` cycles after its
+operands; mutants built here (one cycle late, one cycle early) show that
 this check fails when it should.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -19,8 +21,9 @@ import pytest
 from amaranth.hdl import Module
 
 from rtl.flow.verilator import verilator_available
-from rtl.fp_add import FpAdder
+from rtl.fp_add import MAX_LATENCY, FpAdder
 from rtl.fp_format import FORMATS
+from rtl.nmc import DEFAULT_ADDER_LATENCY
 from tb.common.seeds import derive_seed
 from tb.common.stats import add_stats
 from tb.fp_add.directed import (
@@ -35,6 +38,10 @@ from tb.fp_add.golden import NUMPY_TYPES, golden_add, is_nan_bits, mismatches, r
 from tb.fp_add.vectors import idle_cycles, run_vectors, vector_simulator
 
 BULK_COUNTS = {"binary16": 1_000_000, "bfloat16": 200_000, "binary32": 200_000}
+#: Every latency the adder offers; each gets the directed list and random patterns (20,000
+#: per format in ``make test``, a million with ``T3_SOAK=1``, which ``make soak`` sets).
+LATENCIES = list(range(1, MAX_LATENCY + 1))
+PER_LATENCY_COUNT = 1_000_000 if os.environ.get("T3_SOAK") == "1" else 20_000
 
 
 def test_init():
@@ -53,9 +60,9 @@ def test_init_wrong_format():
         FpAdder(format="fp8")
 
 
-@pytest.mark.parametrize("latency", [0, 4])
+@pytest.mark.parametrize("latency", [0, 8])
 def test_init_wrong_latency(latency):
-    with pytest.raises(ValueError, match=rf"^latency must be between 1 and 3, not {latency}$"):
+    with pytest.raises(ValueError, match=rf"^latency must be between 1 and 7, not {latency}$"):
         FpAdder(latency=latency)
 
 
@@ -68,7 +75,7 @@ def check(fmt: str, a, b, got, what: str) -> None:
         pytest.fail(f"{len(bad)} of {len(a)} {what} sums differ:\n" + "\n".join(rows))
 
 
-@pytest.mark.parametrize("latency", [1, 2, 3])
+@pytest.mark.parametrize("latency", LATENCIES)
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_directed(fmt, latency, tmp_path):
     a, b = (np.array(x, dtype=np.uint64) for x in directed_pairs(fmt))
@@ -110,16 +117,18 @@ def test_random_bit_patterns(fmt, tmp_path):
     seed = derive_seed("fp_add", fmt)
     rng = np.random.default_rng(seed)
     n = BULK_COUNTS[fmt]
+    latency = DEFAULT_ADDER_LATENCY[fmt]   # the pipeline the near-memory reducer uses
     a, b = random_bits(rng, fmt, n), random_bits(rng, fmt, n)
-    print(f"{fmt}: {n} random pairs on {vector_simulator()}, numpy seed {seed}")
-    check(fmt, a, b, run_vectors(fmt, a, b, tmp_path), f"random (numpy seed {seed})")
+    print(f"{fmt}: {n} random pairs at latency {latency} on {vector_simulator()}, numpy seed {seed}")
+    check(fmt, a, b, run_vectors(fmt, a, b, tmp_path, latency=latency), f"random (numpy seed {seed})")
 
 
-@pytest.mark.parametrize("latency", [2, 3])
+@pytest.mark.parametrize("latency", LATENCIES)
 @pytest.mark.parametrize("fmt", list(FORMATS))
-def test_random_bit_patterns_deeper_pipelines(fmt, latency, tmp_path):
+def test_random_bit_patterns_every_latency(fmt, latency, tmp_path):
     rng = np.random.default_rng(derive_seed("fp_add", fmt, latency))
-    a, b = random_bits(rng, fmt, 20_000), random_bits(rng, fmt, 20_000)
+    n = PER_LATENCY_COUNT
+    a, b = random_bits(rng, fmt, n), random_bits(rng, fmt, n)
     check(fmt, a, b, run_vectors(fmt, a, b, tmp_path, latency=latency), f"latency-{latency}")
 
 

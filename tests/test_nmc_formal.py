@@ -10,21 +10,24 @@ itself is checked against a reference model in its own bench.
 
 The harness keeps a shadow of every word from the ports only: a ``STORE`` sets it, an
 ``UPDATE`` adds to it, in acceptance order. The reducer's promise is that a request
-accepted in cycle *c* is visible to a read issued in *c + 2* or later, so the harness keeps
-the shadow delayed by one more cycle (``committed``: the requests accepted up to two
-cycles ago) and asserts that every read returns the committed word of its address. The
-read address is free, so every word is checked in every cycle; the requests are free
-too (any address, op and data, back to back or with gaps), so every hazard pattern of
-the two-stage pipeline (same address one, two or more cycles apart, across both words)
-is within the depth. Nothing is assumed of the environment: the request port is always
-ready and takes any payload. Memory starts at zero, as the shadow does (the bank's
-"no promise at power-up" is about its contents, not its arithmetic). Reset is held low:
-a reset may drop the write-back of the last two requests by design (the reducer's
+accepted in cycle *c* is visible to a read issued in *c + write_latency* or later, so the
+harness keeps the shadow delayed (``committed``: the requests accepted up to
+``write_latency`` cycles ago) and asserts that every read returns the committed word of
+its address. The read address is free, so every word is checked in every cycle; the
+requests are free too (any address, op and data, back to back or with gaps), so every
+hazard pattern (same address one, two or more cycles apart, across both words; an update
+refused while its word's sum is in the adder, then forwarded from each source) is within
+the depth. Nothing is assumed of the environment: the request port takes any payload,
+and an update it refuses is offered again or replaced, as the port allows. Memory starts
+at zero, as the shadow does (the bank's "no promise at power-up" is about its contents,
+not its arithmetic). Reset is held low:
+a reset may drop the write-back of the last requests by design (the reducer's
 docstring), which this contract does not describe.
 
-Two broken reducers must be refuted: one with the forwarding path removed (the second of
-two back-to-back updates to one word reads the stale word from the bank) and one that
-forwards whatever the address (back-to-back requests to two words mix). The fast test
+Three broken reducers must be refuted: one with the forwarding removed (an update soon after
+its word's previous request reads the stale word from the bank), one that forwards
+whatever the address (requests to two words mix), and one that never waits (an update
+enters the adder before its operand exists). The fast test
 uses two lanes, so a carry that crossed lanes would fail it too.
 """
 
@@ -42,19 +45,30 @@ from tb.formal.variants import Patch, load_variant
 LANE_BITS = 3
 DEPTH_WORDS = 2
 
-#: Cycles of every trace the fast test checks (``make formal`` goes deeper): 2 pipeline
-#: stages plus room for three back-to-back requests to a word and a read after them.
-BMC_DEPTH = 10
+#: The adder latency of the checked reducer: 2, the smallest with a hazard window (an
+#: update one cycle after a request to its word waits), every forwarding source (the
+#: write-back now, one and two cycles before) and a write latency of 4.
+ADDER_LATENCY = 2
+
+#: Cycles of every trace the fast test checks (``make formal`` goes deeper): the 4-cycle
+#: write latency plus room for three dependent updates of a word (one per 2 cycles), a
+#: request to the other word between them, and a read after them.
+BMC_DEPTH = 14
 
 #: Reducers that must fail the check.
 BROKEN = {
     "no_forwarding": (Patch(
-        "nmc.py", "m.d.comb += stored.eq(Mux(forward, s2_result, operand_read.data))",
-        "m.d.comb += stored.eq(operand_read.data)",
-        "the previous request's result is not forwarded: back-to-back updates lose one"),),
+        "nmc.py", "m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))",
+        "m.d.comb += stored.eq(p2_bank)",
+        "no result is forwarded: an update soon after its word's previous request loses it"),),
     "forwards_any_address": (Patch(
-        "nmc.py", "forward = s2_valid & (s2_addr == s1_addr)", "forward = s2_valid",
-        "the previous result is forwarded whatever its address: back-to-back requests to two words mix"),),
+        "nmc.py", "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
+        "from_writeback.eq(valid_at[L + 1]),",
+        "the write-back is forwarded whatever its address: requests to two words mix"),),
+    "no_hazard_wait": (Patch(
+        "nmc.py", "conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L)]",
+        "conflicts = []",
+        "an update never waits: it enters the adder before its word's previous sum exists"),),
 }
 
 
@@ -64,7 +78,7 @@ class Harness(Elaboratable):
         self.update_op = nmc.WriteOp.UPDATE  # the variant's own enum
         self.false_property = false_property
         self.nmc = nmc.NearMemoryReducer(beat_width=LANE_BITS * lanes, depth=DEPTH_WORDS,
-                                         int_lane_width=LANE_BITS)
+                                         int_lane_width=LANE_BITS, adder_latency=ADDER_LATENCY)
 
     def ports(self):
         return [Value.cast(v) for _, _, v in self.nmc.signature.flatten(self.nmc)]
@@ -83,8 +97,15 @@ class Harness(Elaboratable):
             lanes = [(shadow[req.addr][i * lane:(i + 1) * lane] + req.data[i * lane:(i + 1) * lane])[:lane]
                      for i in range(r.lanes)]
             m.d.sync += shadow[req.addr].eq(Mux(req.op == self.update_op, Cat(*lanes), req.data))
+        # committed: the shadow as of write_latency - 1 cycles ago (a chain of copies).
+        older = shadow
+        for stage in range(r.write_latency - 2):
+            copy = Array(Signal(width, name=f"shadow{i}_d{stage + 1}") for i in range(r.depth))
+            for i in range(r.depth):
+                m.d.sync += copy[i].eq(older[i])
+            older = copy
         for i in range(r.depth):
-            m.d.sync += committed[i].eq(shadow[i])
+            m.d.sync += committed[i].eq(older[i])
 
         expect = Signal(width)
         reading = Signal()

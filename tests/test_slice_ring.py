@@ -47,8 +47,14 @@ def test_init_link_wrong(name, value, lo, hi):
 def test_init_slice():
     s = T3Slice()
     assert s.notify_cmd == 63 and s.tile_beats_log2 == 2
-    assert s.read_latency == 2
-    assert s.update_to_egress_latency == 2 + 2 + 4
+    # The issue register, then the bank read once the writes ahead have landed (binary16:
+    # adder latency 5, write latency 7), then the bank's read.
+    assert s.nmc.adder_latency == 5 and s.nmc.write_latency == 7
+    assert s.read_latency == 1 + (7 - 1) + 1
+    # The issue register, the tracker, the command lookup, the engine's start (its read
+    # latency is the slice's).
+    assert s.update_to_egress_latency == 1 + s.tracker.trigger_latency + s.table.lookup_latency + s.engine.start_latency
+    assert s.update_to_egress_latency == 1 + 3 + 2 + (8 + 2)
     assert set(s.signature.members) >= {"gemm", "gemm_read", "gemm_read_data", "gemm_remote", "ingress", "egress",
                                          "arm", "program", "threshold", "starvation_limit", "mode", "notify", "status"}
     # Every sub-block's error flags are visible at the slice.

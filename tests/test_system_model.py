@@ -197,7 +197,7 @@ def test_block_timing_from_rtl_properties():
 
 
 def test_block_timing_from_json(tmp_path):
-    figures = {"tracker_trigger_latency": 3, "dma_issue_latency": 9, "reducer_updates_per_cycle_random": 0.5,
+    figures = {"tracker_trigger_latency": 3, "dma_issue_latency": 9, "reducer_requests_per_cycle_ring_stream": 0.5,
                "reducer_write_latency": 2, "reducer_beat_bytes": 32}
     path = tmp_path / "rtl_timing.json"
     path.write_text(json.dumps({"figures": {k: {"value": v} for k, v in figures.items()}}))

@@ -85,6 +85,7 @@ def test_report_writes_table_and_files(tmp_path, capsys):
     assert main(["--models", "t-nlg", "--tp", "8", "--phase", "training", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "t-nlg" in out and "geomean headline" in out and "block timing:" in out
+    assert "memory-controller cycles at 1 GHz" in out   # the clock the block figures assume
     for name in ("report_t3-paper.csv", "report_t3-paper.json", "report_t3-paper.md"):
         assert (tmp_path / name).stat().st_size > 0, name
     for name in ("speedup_t3-paper.png", "traffic_t3-paper.png", "timeline_fc2_t3-paper.png"):

@@ -21,7 +21,7 @@ def test_init():
     assert dut.tile_width == 8
     assert dut.reset_cycles == 256
     assert TrackerTable(entries=16, trigger_depth=3).trigger_depth == 3
-    assert dut.trigger_latency == SPEC_TRIGGER_LATENCY == 2
+    assert dut.trigger_latency == SPEC_TRIGGER_LATENCY == 3
     assert dut.updates_per_cycle == 1
     members = dut.signature.members
     assert set(members) == {"arm", "update", "trigger", "status"}
@@ -157,7 +157,7 @@ SMALL = {"entries": 4, "count_width": 3, "dma_cmd_width": 2, "trigger_depth": 2}
 
 
 def test_sim_single_tile_latency():
-    """Arm, three updates (one in the arm's cycle), trigger two cycles after the last."""
+    """Arm, three updates (one in the arm's cycle), trigger ``trigger_latency`` cycles after the last."""
     stimulus = [((1, 3, 2), (1, 0), 1), (None, (1, 1), 1), (None, (1, 0), 1)] + [(None, None, 1)] * 4
     model = run_lockstep(SMALL, stimulus)
     assert model.status["triggers"] == 1 and model.status["armed_entries"] == 0

@@ -41,12 +41,12 @@ DEPTH = 16
 #: Trackers that must fail the check.
 BROKEN = {
     "fires_one_update_early": (Patch(
-        "tracker.py", "s1_complete.eq(s1_valid & (s1_count_next == config_rd.data.threshold)),",
-        "s1_complete.eq(s1_valid & (s1_count_next + 1 == config_rd.data.threshold)),",
+        "tracker.py", "below_threshold.eq(s2_count - s2_config.threshold_m1),",
+        "below_threshold.eq(s2_count + 1 - s2_config.threshold_m1),",
         "completes a tile one update early"),),
     "arm_does_not_take_effect_first": (Patch(
-        "tracker.py", "update_armed = armed_now(upd.tile) | (arm_ok & (arm.tile == upd.tile))",
-        "update_armed = armed_now(upd.tile)",
+        "tracker.py", "s1_armed.eq(armed_then(s1) | s1_same_arm),",
+        "s1_armed.eq(armed_then(s1)),",
         "an update in the cycle of its tile's arm is treated as unarmed"),),
 }
 

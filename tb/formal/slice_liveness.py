@@ -28,9 +28,12 @@ on nothing outside that slice. ``arm`` is exempt: an armed tile that never gets 
 holds its trigger slot for ever, by design. So is the trigger queue, whose wait grows with
 the length of the transfers ahead of it; it drains whenever the engine and egress move.
 
-The bound is ``2 * (max_starvation_limit + 1)``: an incoming beat waits at most one
+A watched request waits at most ``2 * (max_starvation_limit + 1 + hazard_window)`` cycles,
+and the assertion fires at one more (``bound``): an incoming beat waits at most one
 starvation period for its own grant plus one for the DMA read the comm mux may be holding
-ahead of it; a compute request waits at most one grant per starvation period.
+ahead of it, and each of those may be stretched by the bank's hazard window (a refused
+update keeps the grant until its address's previous sum leaves the adder); a compute
+request waits at most one grant per starvation period plus that window.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ __all__ = ["SliceLivenessHarness", "TINY_SLICE"]
 
 #: The smallest slice that still has every mechanism: two tracker entries and trigger
 #: slots, one DMA command (index 1 is notify-only), one-deep command queue, two-beat
-#: transfers, a 16-word bank (the DMA table's narrowest address) of one binary16 lane, one-beat tiles.
-TINY_SLICE = dict(format="binary16", beat_width=16, depth=16, entries=2, count_width=2, trigger_depth=2,
+#: transfers, a 16-word bank (the DMA table's narrowest address) of one binary16 lane, one-beat tiles,
+#: and an adder of latency 2: the smallest with a hazard window (an update can wait on the bank).
+TINY_SLICE = dict(format="binary16", beat_width=16, depth=16, adder_latency=2, entries=2, count_width=2,
+                  trigger_depth=2,
                   commands=2, max_beats=2, port_width=1, queue_depth=1, tile_beats_log2=0,
                   compute_queue_depth=2, level_width=2, wait_width=3)
 
@@ -57,7 +62,7 @@ class SliceLivenessHarness(Elaboratable):
     @property
     def bound(self) -> int:
         """Cycles no watched request may wait (see the module's docstring)."""
-        return 2 * (self.max_starvation_limit + 1)
+        return 2 * (self.max_starvation_limit + 1 + self.slice.nmc.hazard_window) + 1
 
     def ports(self) -> list[Value]:
         return [Value.cast(v) for _, _, v in self.slice.signature.flatten(self.slice)]

@@ -57,10 +57,10 @@ def load_variant(patches: tuple[Patch, ...]):
 #: arbiter's starvation counter advances only while ``grant.ready`` is high, and the mux
 #: re-chooses in every cycle. Together: the deadlock of issue 11.
 FIRST_SLICE = (
-    Patch("tracker.py", "self.arm.ready.eq(~clearing & (reserved < self._trigger_depth)),",
+    Patch("tracker.py", "self.arm.ready.eq(~clearing & Mux(arm_ok, room_2, room_1)),",
           "self.arm.ready.eq(~clearing),", "no trigger-slot reservation at arm"),
     Patch("tracker.py", "self.update.ready.eq(~clearing),",
-          "self.update.ready.eq(~clearing & (trigger_fifo.level + s1_complete < self._trigger_depth)),",
+          "self.update.ready.eq(~clearing & (queue_level + s1_valid + s2_valid < depth)),",
           "updates back-pressured on a full trigger queue"),
     Patch("arbiter.py", "with m.Elif(self.comm.valid & (wait != (1 << self._wait_width) - 1)):",
           "with m.Elif(self.comm.valid & self.grant.ready & (wait != (1 << self._wait_width) - 1)):",

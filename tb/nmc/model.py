@@ -3,7 +3,10 @@
 Lane sums come from :func:`tb.fp_add.golden.golden_add` (numpy / ml_dtypes), never from the
 RTL adder. The model keeps two views of the bank: the *logical* one, with every accepted
 request applied in order (what the bank must finally hold), and the *physical* one, which
-the read port sees, where a request lands ``write_latency`` (= 2) cycles after acceptance.
+the read port sees, where a request lands ``write_latency`` (= ``adder_latency + 2``)
+cycles after acceptance. Acceptance follows the documented hazard rule: an ``UPDATE`` is
+refused (``request.ready`` low) while a request to its address was accepted within the last
+``adder_latency - 1`` cycles; anything else is accepted at once.
 
 What the bank holds is known only where the documentation determines it. ``rtl/nmc.py``
 makes no promise about the bank after power-up or reset, so every word starts *unknown*;
@@ -29,7 +32,11 @@ __all__ = ["NearMemoryReducerModel", "beat_to_lanes", "lanes_to_beat", "STORE", 
 STORE = 0
 UPDATE = 1
 COUNTER_MASK = (1 << 32) - 1
-SPEC_WRITE_LATENCY = 2
+
+
+def spec_write_latency(adder_latency: int) -> int:
+    """The documented write latency: bank read, registered word, adder, write-back."""
+    return adder_latency + 2
 
 
 def lanes_to_beat(lanes: np.ndarray) -> int:
@@ -57,8 +64,10 @@ class NearMemoryReducerModel:
     contents the specification determines.
     """
 
-    def __init__(self, *, format: str, lanes: int, depth: int):  # noqa: A002
+    def __init__(self, *, format: str, lanes: int, depth: int, adder_latency: int):  # noqa: A002
         self.format = format
+        self.adder_latency = adder_latency
+        self.write_latency = spec_write_latency(adder_latency)
         self.lanes = lanes
         self.utype = NUMPY_TYPES[format][1]
         self.logical = np.zeros((depth, lanes), dtype=self.utype)
@@ -74,7 +83,9 @@ class NearMemoryReducerModel:
             if slot is not None:
                 addr = slot[0]
                 self.known[addr] = self.physical_known[addr] = False
-        self.pipeline: list[tuple[int, np.ndarray, bool] | None] = [None] * SPEC_WRITE_LATENCY
+        self.pipeline: list[tuple[int, np.ndarray, bool] | None] = [None] * self.write_latency
+        # Addresses accepted 1 .. adder_latency - 1 cycles ago (None: no request that cycle).
+        self.window: list[int | None] = [None] * (self.adder_latency - 1)
         self.read_data: int | None = None
         self.read_issued = False
         self.status = {"stores": 0, "updates": 0}
@@ -83,8 +94,19 @@ class NearMemoryReducerModel:
         return ReducerOutputs(request_ready=1, read_data=self.read_data, read_issued=self.read_issued,
                               status=dict(self.status))
 
-    def step(self, *, request: tuple[int, int, int] | None, read_addr: int | None) -> None:
-        """Advance one edge. ``request`` is ``(addr, op, beat)``; ``read_addr`` a read issued now."""
+    def ready_for(self, addr: int, op: int) -> bool:
+        """``request.ready`` while ``(addr, op)`` is offered: an update waits for a result
+        that the adder has not produced yet (``ready`` is high when nothing is offered)."""
+        return not (op == UPDATE and addr in self.window)
+
+    def step(self, *, request: tuple[int, int, int] | None, read_addr: int | None) -> bool:
+        """Advance one edge. ``request`` is the ``(addr, op, beat)`` offered now (accepted if
+        :meth:`ready_for` allows); ``read_addr`` a read issued now. Returns whether a request
+        was accepted."""
+        if request is not None and not self.ready_for(request[0], request[1]):
+            request = None
+        if self.window:
+            self.window = [None if request is None else request[0], *self.window[:-1]]
         landing = self.pipeline[-1]
         if landing is not None:
             addr, value, known = landing
@@ -108,3 +130,4 @@ class NearMemoryReducerModel:
             self.logical[addr] = value
             entering = (addr, value, bool(self.known[addr]))
         self.pipeline = [entering, *self.pipeline[:-1]]
+        return request is not None

@@ -20,9 +20,9 @@ PARAM_SETS = {
 REQUESTS = {"full": 5_000, "gaps": 2_500, "idle": 500}
 
 #: Address set (hot: 4 addresses, so read-after-write hazards at distance 1 and 2 are
-#: frequent; wide: the whole bank) x request source pattern. The reducer never
-#: back-pressures (request.ready is constant 1), so the matrix varies the sources only;
-#: reads arrive at random on the read port throughout.
+#: frequent; wide: the whole bank) x request source pattern. The reducer back-pressures
+#: only an update that depends on a sum still in the adder, so the matrix varies the
+#: sources; reads arrive at random on the read port throughout.
 RANDOM_TESTS = [f"random__{addresses}__{src}" for addresses in ("hot", "wide") for src in SOURCE_PATTERNS]
 #: In `make test` (the trace run crosses every source mode at a million cycles); all with T3_FULL_MATRIX=1.
 RANDOM_IN_MAKE_TEST = in_make_test(RANDOM_TESTS, ["random__hot__full", "random__wide__gaps", "random__hot__idle"])
@@ -33,6 +33,9 @@ RESETS_PER_TEST = 3
 
 DIRECTED_TESTS = [
     "back_to_back_updates_one_address",
+    "same_address_runs_of_every_length",
+    "alternating_addresses",
+    "update_and_read_of_one_word_in_one_cycle",
     "write_visible_after_write_latency",
 ]
 

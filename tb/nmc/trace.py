@@ -4,8 +4,9 @@ Stimulus: segments between mid-run resets, one source mode of the matrix each (t
 has no output stream to back-pressure; its read port is driven every cycle in ``always``
 segments, at random in ``random`` ones, and rarely in ``heavy`` ones). Each segment first
 stores (zeroes or sets) a small hot set of words, then sends updates mostly to that hot set,
-so that a word is updated again 1, 2 and 3 cycles after the previous update to it: every
-depth of the read-add-write pipeline's forwarding. The lanes carry ordinary values and, now
+so that a word is updated again at every distance from the previous request to it: refused
+while the sum is still in the adder, then forwarded from the write-back or from one of the
+two write-backs before it, or read from the bank the cycle after it landed. The lanes carry ordinary values and, now
 and then, infinities, NaNs, zeros, subnormals and the largest finite value. The read port
 reads hot words just written (read-after-write at each depth) and sometimes any word.
 
@@ -49,8 +50,10 @@ class ReducerTrace(TraceBench):
     label = "reducer"
     block = "near_memory_reducer"
     bins = (
-        "store", "update", "update hazard at distance 1", "update hazard at distance 2",
-        "update hazard at distance 3", "read after write at distance 1", "read after write at distance 2",
+        "store", "update", "update refused by a hazard", "update forwarded from the write-back",
+        "update forwarded from the previous write-back", "update forwarded from two write-backs before",
+        "update reading the word just written",
+        "read just before the write-back lands", "read as the write-back lands",
         "read of a word with no promise", "read and request of one word in one cycle", "NaN lane read",
         "infinity lane read", "reset with a request in flight",
     )
@@ -113,10 +116,14 @@ class ReducerTrace(TraceBench):
         rd_en, rd_addr, rd_data = col("read__en"), col("read__addr"), col("read__data")
         st = col("status")
         cover = trace.coverage.counts
-        model = NearMemoryReducerModel(format=fmt, lanes=lanes, depth=spec.depth)
+        model = NearMemoryReducerModel(format=fmt, lanes=lanes, depth=spec.depth, adder_latency=spec.adder_latency)
+        L, write_latency = spec.adder_latency, spec.write_latency
+        forward_bins = {L: "update forwarded from the write-back",
+                        L + 1: "update forwarded from the previous write-back",
+                        L + 2: "update forwarded from two write-backs before",
+                        L + 3: "update reading the word just written"}
         in_reset = True
         checked = reads = 0
-        last_update = {}   # addr -> cycle of its latest accepted update
         last_request = {}  # addr -> cycle of its latest accepted request
         compared: list[int] = []
         for c in range(trace.cycles):
@@ -128,11 +135,16 @@ class ReducerTrace(TraceBench):
             if in_reset:
                 model.reset()
                 in_reset = False
-                last_update.clear()
                 last_request.clear()
                 pending_read = None
             out = model.outputs()
-            trace.check(c, "request.ready", rq_r[c], out.request_ready)
+            request = None
+            ready = out.request_ready
+            if rq_v[c]:
+                r = req.unpack(rq_p[c])
+                request = (r["addr"], r["op"], r["data"])
+                ready = int(model.ready_for(r["addr"], r["op"]))
+            trace.check(c, "request.ready", rq_r[c], ready)
             expected = status.pack(out.status)
             if st[c] != expected:
                 trace.fail(c, "status", expected, st[c], status.diff(st[c], expected))
@@ -151,28 +163,28 @@ class ReducerTrace(TraceBench):
                         if len(bad):
                             trace.fail(c, f"read.data[{pending_read}] lane {int(bad[0])}", int(e[bad[0]]),
                                        int(g[bad[0]]))
-            request = None
-            if rq_v[c]:
-                r = req.unpack(rq_p[c])
-                request = (r["addr"], r["op"], r["data"])
-                if out.request_ready:
-                    addr = r["addr"]
-                    if r["op"] == UPDATE:
-                        cover["update"] += 1
-                        distance = c - last_update.get(addr, -10)
-                        if distance <= 3:
-                            cover[f"update hazard at distance {distance}"] += 1
-                        last_update[addr] = c
-                    else:
-                        cover["store"] += 1
+            if request is not None:
+                addr = r["addr"]
+                if not ready:
+                    cover["update refused by a hazard"] += 1
+                elif r["op"] == UPDATE:
+                    cover["update"] += 1
+                    bin_ = forward_bins.get(c - last_request.get(addr, -100))
+                    if bin_:
+                        cover[bin_] += 1
+                else:
+                    cover["store"] += 1
+                if ready:
                     last_request[addr] = c
             read = rd_addr[c] if rd_en[c] else None
             if read is not None:
-                distance = c - last_request.get(read, -10)
+                distance = c - last_request.get(read, -100)
                 if distance == 0:
                     cover["read and request of one word in one cycle"] += 1
-                elif distance <= 2:
-                    cover[f"read after write at distance {distance}"] += 1
+                elif distance == write_latency - 1:
+                    cover["read just before the write-back lands"] += 1
+                elif distance == write_latency:
+                    cover["read as the write-back lands"] += 1
             model.step(request=request, read_addr=read)
             pending_read = read
         ftype = NUMPY_TYPES[fmt][0]

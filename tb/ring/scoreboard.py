@@ -131,13 +131,16 @@ def derive_timing(slice_, *, link_latency: int, link_cycles_per_beat: int, starv
       the tile's beats through the engine, each a read grant and an egress:
       ``per_trigger = beats x (C_read + C_egress)``.
     * ``comm_wait``: in MCA mode ``status.arbiter.max_comm_wait`` stays within
-      ``starvation_limit + 1`` (the arbiter's promise, plus one cycle in which the bank may
-      refuse the grant).
+      ``starvation_limit + 1 + hazard_window`` (the arbiter's promise, plus one cycle in
+      which the bank may refuse the grant, plus the bank's hazard hold: a refused update
+      keeps the grant until its address's previous sum leaves the adder). Every grant
+      bound above includes that hold too.
     """
-    grant = starvation_limit + 2 if mca else 3
+    hazard = slice_.nmc.hazard_window   # a refused update keeps the grant for up to this many cycles
+    grant = starvation_limit + 2 + hazard if mca else 3 + hazard
     c_read = 2 * grant
     c_egress = 2 * (link_cycles_per_beat + c_read + 1)
-    local_grant = 3 * (compute_queue_depth + 2)
+    local_grant = (3 + hazard) * (compute_queue_depth + 2)
     return Timing(
         link_latency=link_latency,
         link_cycles_per_beat=link_cycles_per_beat,
@@ -146,7 +149,7 @@ def derive_timing(slice_, *, link_latency: int, link_cycles_per_beat: int, starv
         dma_start=local_grant + slice_.update_to_egress_latency + c_read + c_egress + margin,
         notify_base=local_grant + slice_.tracker.trigger_latency + margin,
         per_trigger=(1 << slice_.tile_beats_log2) * (c_read + c_egress),
-        comm_wait=starvation_limit + 1 if mca else None,
+        comm_wait=starvation_limit + 1 + hazard if mca else None,
     )
 
 
@@ -505,7 +508,7 @@ class RingScoreboard:
                 self.check(cycle, f"GPU {g} status.{'.'.join(path)}", got, value)
             if self.timing.comm_wait is not None and st["arbiter"]["max_comm_wait"] > self.timing.comm_wait:
                 self.fail(cycle, f"GPU {g}: a communication request waited {st['arbiter']['max_comm_wait']} cycles "
-                                 f"in MCA mode, over starvation_limit + 1 = {self.timing.comm_wait}")
+                                 f"in MCA mode, over starvation_limit + 1 + hazard_window = {self.timing.comm_wait}")
         if readback is not None:
             for g, words in enumerate(readback):
                 expected = [self.plan.plans[g].total[a] for a in self.plan.chunk_addresses(g)]

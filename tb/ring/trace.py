@@ -35,7 +35,7 @@ from tb.dma.trace import DescriptorCodec
 from tb.link.model import LinkGoldenModel
 from tb.nmc.model import lanes_to_beat
 from tb.ring.protocol import plan_reduce_scatter
-from tb.slice.model import SliceInputs, SliceModel
+from tb.slice.model import READ, SliceInputs, SliceModel
 from tb.slice.trace import same_lanes
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
@@ -70,6 +70,9 @@ class RingTrace(TraceBench):
         self.packet_p = FastPacker(s.packet_layout)
         self.beats = 1 << self.params["tile_beats_log2"]
         self.rounds: list = []
+        #: Set to a list to record every write the banks execute, as ``(gpu, cycle, addr, op)``
+        #: in grant order (``make characterize`` replays them into a bare reducer).
+        self.bank_writes: list | None = None
 
     def stimulus(self, rng: random.Random, cycles: int):
         p, s, n = self.params, self.slice, self.gpus
@@ -151,7 +154,8 @@ class RingTrace(TraceBench):
                              trigger_depth=s.tracker.trigger_depth, commands=p["commands"], max_beats=p["max_beats"],
                              queue_depth=s.table.queue_depth, addr_width=s.nmc.addr_width,
                              tile_beats_log2=p["tile_beats_log2"], compute_queue_depth=p.get("compute_queue_depth", 8),
-                             wait_width=s.arbiter.wait_width, read_latency=s.read_latency) for _ in range(n)]
+                             wait_width=s.arbiter.wait_width, adder_latency=s.nmc.adder_latency,
+                             read_latency=s.read_latency) for _ in range(n)]
         links = [LinkGoldenModel(latency=link.latency, cycles_per_beat=link.cycles_per_beat, depth=link.depth)
                  for _ in range(n)]
         nmc = s.nmc
@@ -205,6 +209,9 @@ class RingTrace(TraceBench):
                     program=self.codec.decode(pl["program", g][c]) if v["program", g][c] else None,
                     egress_ready=link_out[g].input_ready, threshold=thr[c], starvation_limit=lim[c], mode=mode[c])
                 outs.append(slices[g].cycle(inp))
+                grant = outs[-1].grant
+                if self.bank_writes is not None and grant is not None and grant[1]["kind"] != READ:
+                    self.bank_writes.append((g, c, grant[1]["addr"], grant[1]["kind"]))
             got, want = [], []
             for g, out in enumerate(outs):
                 got += [rd[port, g][c] for port in PORTS]

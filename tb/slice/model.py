@@ -14,14 +14,19 @@ and, written here from ``rtl/t3_slice.py``'s docstring and the blocks' documente
   entries: an item written in one cycle can be read from the next; ``level`` counts the
   items before this cycle's edge; ready to write unless full, even in a cycle that reads);
 * the bank (:class:`BankModel`), at the slice's level of description: a granted read
-  returns the word as left by every request granted before it, ``read_latency`` (= 2)
-  cycles after its grant, on ``gemm_read_data`` or to the DMA engine (whose read latency is
+  returns the word as left by every request granted before it, ``read_latency`` (the
+  bank's write latency) cycles after its grant, on ``gemm_read_data`` or to the DMA engine (whose read latency is
   the slice's); an ``UPDATE`` adds lane by lane (numpy, never the RTL adder). Contents are
   unknown (``None``) until stored: the bank makes no power-up or reset promise, and a reset
-  may or may not let the writes in flight (granted in the last ``write_latency`` = 2
-  cycles) land;
-* the grant rule: one granted request per cycle; a tracked write waits while the tracker's
-  ``update`` is not ready (its reset sweep); nothing else holds a grant (reads never stall);
+  may or may not let the writes in flight (granted in the last ``write_latency`` =
+  ``adder_latency + 2`` cycles) land;
+* the grant rule: one granted request per cycle, into the issue register, which issues it
+  to the bank in the next cycle unless the bank refuses: a tracked write waits while the
+  tracker's ``update`` is not ready (its reset sweep); an update waits while a write of its
+  address was issued within the last ``adder_latency - 1`` cycles (the bank's hazard);
+  nothing is granted while the register's request waits (reads never wait), and while a
+  communication update waits there for the hazard the communication class is hidden from
+  the arbiter;
 * counting: a granted write with ``tracked`` (always for ``ingress``) is one tracker update
   of its tile, ``REMOTE`` for the communication class, ``LOCAL`` for compute; an ingress
   beat's tile is ``dst_addr >> tile_beats_log2``;
@@ -54,8 +59,6 @@ COUNTER_MASK = (1 << 32) - 1
 STORE, UPDATE = 0, 1      # WriteOp
 READ = "read"             # a request kind besides the two write ops
 
-#: Specified write latency of the bank (NearMemoryReducer.write_latency).
-SPEC_BANK_WRITE_LATENCY = 2
 
 
 class LaneAdder:
@@ -92,11 +95,15 @@ class BankModel:
 
     ``words`` holds every granted write applied in grant order: what an update adds to and
     what a read granted now returns. ``pipeline`` remembers the writes of the last
-    ``write_latency`` cycles, which a reset may cut off.
+    ``write_latency`` (= ``adder_latency + 2``, the reducer's documented figure) cycles,
+    which a reset may cut off; its first ``adder_latency - 1`` entries are the hazard
+    window, in which an update of the same address must wait (:meth:`ready_for`).
     """
 
-    def __init__(self, *, format: str, lanes: int, depth: int):  # noqa: A002
+    def __init__(self, *, format: str, lanes: int, depth: int, adder_latency: int):  # noqa: A002
         self.adder = LaneAdder(format, lanes)
+        self.write_latency = adder_latency + 2
+        self.hazard_window = adder_latency - 1
         self.words: list[int | None] = [None] * depth
         self.reset()
 
@@ -106,8 +113,13 @@ class BankModel:
         for addr in getattr(self, "pipeline", []):
             if addr is not None:
                 self.words[addr] = None
-        self.pipeline: list[int | None] = [None] * SPEC_BANK_WRITE_LATENCY
+        self.pipeline: list[int | None] = [None] * self.write_latency
         self.status = {"stores": 0, "updates": 0}
+
+    def ready_for(self, addr: int, op: int) -> bool:
+        """Whether the bank takes the write ``(addr, op)`` now: an update waits while a
+        write of its address was granted within the hazard window (its sum is not ready)."""
+        return op != UPDATE or addr not in self.pipeline[:self.hazard_window]
 
     def read(self, addr: int) -> int | None:
         """The word a read granted in this cycle returns."""
@@ -196,6 +208,8 @@ class SliceOutputs:
     status: dict
     # Events of the edge (for the bench's statistics; not ports).
     grant: tuple[int, dict] | None = None   # (class, request) executed by the bank
+    bank_hazard: bool = False                # the held update waited for a sum in the bank's adder
+    issued: tuple[int, dict] | None = None   # (class, request) issued from the register to the bank
 
 
 class SliceModel:
@@ -211,6 +225,11 @@ class SliceModel:
         The DMA command table and engine (the engine's read latency is 1).
     tile_beats_log2, compute_queue_depth, wait_width
         As for the slice.
+    adder_latency
+        The bank's adder latency (``NearMemoryReducer.adder_latency``): sets its write
+        latency and hazard window.
+    read_latency
+        The slice's documented ``read_latency`` (= the bank's write latency).
 
     A new model (and :meth:`reset`) is in the first cycle after the edge that releases
     reset, like the tracker's model; the bank's contents survive :meth:`reset`.
@@ -219,14 +238,14 @@ class SliceModel:
     def __init__(self, *, format: str, lanes: int, depth: int, entries: int,  # noqa: A002
                  trigger_depth: int | None, commands: int, max_beats: int, queue_depth: int,
                  addr_width: int, tile_beats_log2: int, compute_queue_depth: int, wait_width: int,
-                 read_latency: int = 2):
+                 adder_latency: int, read_latency: int):
         self.params = dict(entries=entries, trigger_depth=trigger_depth, commands=commands, max_beats=max_beats,
                            queue_depth=queue_depth, addr_width=addr_width, compute_queue_depth=compute_queue_depth,
                            wait_width=wait_width, read_latency=read_latency)
         self.tile_beats_log2 = tile_beats_log2
         self.notify_cmd = commands - 1
         self.tile_mask = entries - 1
-        self.bank = BankModel(format=format, lanes=lanes, depth=depth)
+        self.bank = BankModel(format=format, lanes=lanes, depth=depth, adder_latency=adder_latency)
         self.reset()
 
     def reset(self) -> None:
@@ -246,6 +265,8 @@ class SliceModel:
         # GEMM reads on their way to gemm_read_data, newest first: (word,) or None.
         self.read_returns: list[tuple[int | None] | None] = [None] * p["read_latency"]
         self.counters = {"ingress_beats": 0, "egress_beats": 0, "notifies": 0}
+        # The issue register: the (class, request) granted and not yet issued to the bank.
+        self.held: tuple[int, dict] | None = None
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -290,13 +311,25 @@ class SliceModel:
             comm_req = (self._ingress_request(inp.ingress) if comm_sel == A else
                         {"kind": READ, "dma": 1, "tracked": 0, "tile": 0, "addr": eng_idle.mem_addr, "data": 0})
 
-        # The arbiter offers one class; the bank grants it unless held.
-        winner = self.arbiter.decide(compute_valid=cq.head is not None, comm_valid=comm_valid,
+        # The issue register: its request goes to the bank unless the bank refuses it (a
+        # tracked write in the tracker's sweep; an update in the bank's hazard window).
+        held = self.held
+        held_write = held is not None and held[1]["kind"] != READ
+        counted = held_write and bool(held[1]["tracked"])
+        tracker_ok = not counted or bool(trk.update_ready)
+        issue = held is not None and tracker_ok and (
+            not held_write or self.bank.ready_for(held[1]["addr"], held[1]["kind"]))
+        grant_ready = int(held is None or issue)
+
+        # The arbiter offers one class; it is granted into the register when that is free. A
+        # communication request is hidden from it while a communication update waits there
+        # for the bank's hazard.
+        hazard = held_write and not self.bank.ready_for(held[1]["addr"], held[1]["kind"])
+        comm_visible = comm_valid and not (held is not None and held[0] == COMM and hazard)
+        winner = self.arbiter.decide(compute_valid=cq.head is not None, comm_valid=comm_visible,
                                      queue_level=cq.level, threshold=inp.threshold,
                                      starvation_limit=inp.starvation_limit, mode=inp.mode)
         request = cq.head if winner == COMPUTE else comm_req if winner == COMM else None
-        counted = request is not None and request["kind"] != READ and bool(request["tracked"])
-        grant_ready = int(request is None or not counted or bool(trk.update_ready))
         fire = request is not None and bool(grant_ready)
         compute_taken = fire and winner == COMPUTE
         comm_taken = fire and winner == COMM
@@ -326,23 +359,32 @@ class SliceModel:
             arm_ready=trk.arm_ready, program_ready=tbl.program_ready,
             notify_valid=int(is_notify), notify_tile=trigger[0] if is_notify else None,
             status=status, grant=(winner, request) if fire else None,
+            bank_hazard=held_write and tracker_ok and not issue,
+            issued=held if issue else None,
         )
 
         # -- the edge ---------------------------------------------------------------------
-        is_write = fire and request["kind"] != READ
-        gemm_read = (self.bank.read(request["addr"]),) if compute_taken and not is_write else None
-        self.read_returns = [gemm_read, *self.read_returns[:-1]]
+        # The register's request reaches the bank and the tracker; then a read granted now,
+        # issued next cycle, sees every write issued before it (this cycle's included).
         update = None
-        if fire and counted:
-            update = (request["tile"], REMOTE if winner == COMM else LOCAL)
+        if issue:
+            cls, req = held
+            self.bank.step((req["addr"], req["kind"], req["data"]) if held_write else None)
+            if counted:
+                update = (req["tile"], REMOTE if cls == COMM else LOCAL)
+        else:
+            self.bank.step(None)
+        gemm_read = (self.bank.read(request["addr"]),) if compute_taken and request["kind"] == READ else None
+        self.read_returns = [gemm_read, *self.read_returns[:-1]]
         arm = inp.arm and (inp.arm["tile"], inp.arm["threshold"], inp.arm["dma_cmd"])
         self.tracker.step(arm=arm, update=update, trigger_ready=trigger_ready)
         self.table.step(program=inp.program, trigger=table_trigger, issue_ready=eng.cmd_ready)
-        # The engine reads the bank (through self.bank.read) before this cycle's write.
+        # The engine reads the bank (through self.bank.read) after the issued write landed.
         self.engine.step(cmd=tbl.issue if tbl.issue_valid else None,
                          egress_ready=int(bool(inp.egress_ready) and emux.select == A), mem_ready=mem_ready)
-        self.bank.step((request["addr"], request["kind"], request["data"]) if is_write else None)
-        self.arbiter.step(winner=winner, comm_valid=comm_valid, grant_ready=grant_ready)
+        if grant_ready:
+            self.held = (winner, request) if fire else None
+        self.arbiter.step(winner=winner, comm_valid=comm_visible, grant_ready=grant_ready)
         self.compute_mux.step(a_valid=inp.gemm is not None, b_valid=inp.gemm_read is not None, out_ready=cq.w_rdy)
         self.comm_mux.step(a_valid=inp.ingress is not None, b_valid=want, out_ready=int(comm_taken))
         self.egress_mux.step(a_valid=eng.egress_valid, b_valid=inp.gemm_remote is not None,
@@ -364,5 +406,5 @@ class SliceModel:
     def idle(self) -> bool:
         """Nothing queued or in flight anywhere (armed tiles included)."""
         return (self.tracker.idle() and self.table.in_flight is None and not self.table.queue
-                and self.engine.idle() and not self.compute_queue.items and self.bank.idle()
+                and self.engine.idle() and not self.compute_queue.items and self.bank.idle() and self.held is None
                 and all(r is None for r in self.read_returns))

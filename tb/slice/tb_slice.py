@@ -353,7 +353,7 @@ class TB(LockstepTB):
             trigger_depth=s.tracker.trigger_depth, commands=s.table.commands, max_beats=s.table.max_beats,
             queue_depth=s.table.queue_depth, addr_width=s.nmc.addr_width, tile_beats_log2=s.tile_beats_log2,
             compute_queue_depth=self.params.get("compute_queue_depth", 8), wait_width=s.arbiter.wait_width,
-            read_latency=s.read_latency)
+            adder_latency=s.nmc.adder_latency, read_latency=s.read_latency)
         self.traffic = SliceTraffic(self)
         self.source_p = source_p
         self.read_layout = data.StructLayout({"addr": s.nmc.addr_width})
@@ -385,6 +385,7 @@ class TB(LockstepTB):
         self.new_epoch_checks()
         self._checked_layout = False
         self._last_write: int | None = None
+        self.write_issues: dict[int, int] = {}   # tile -> cycle its latest tracked write reached the bank
         self.max_trigger_queue = 0
 
     # -- epoch bookkeeping -------------------------------------------------------------------
@@ -468,6 +469,8 @@ class TB(LockstepTB):
 
         # Coverage: reads granted right after a write to their address (read-after-write).
         grant = out.grant
+        if out.issued is not None and out.issued[1]["kind"] != READ and out.issued[1]["tracked"]:
+            self.write_issues[out.issued[1]["tile"]] = self.cycle
         if grant is not None and grant[1]["kind"] == READ and grant[1]["addr"] == self._last_write:
             self.stats["raw_reads"] += 1
         self._last_write = grant[1]["addr"] if grant is not None and grant[1]["kind"] != READ else None
@@ -768,10 +771,10 @@ async def long_random(dut):
 @cocotb.test()
 async def idle_latency(dut):
     """Idle slice: a tile's first egress beat is offered exactly update_to_egress_latency after
-    the grant of its last write (the grant of an ingress beat is its acceptance; a GEMM write
-    passes the compute queue in one cycle), a notify trigger_latency after it, and a GEMM read
-    returns 1 + read_latency cycles after its acceptance (the queue, then read_latency after
-    its grant)."""
+    the grant of its last write, counted from the cycle the write leaves the issue register
+    (one cycle after the grant unless the bank's adder holds an update of the same word), a
+    notify trigger_latency after that, and a GEMM read returns 1 + read_latency cycles after
+    its acceptance (the queue, then read_latency after its grant)."""
     tb = TB(dut, configs=[(MCA, 4, 8)], segment_cycles=0)
     t = tb.traffic
     t.p_read = t.p_remote = 0.0
@@ -785,11 +788,14 @@ async def idle_latency(dut):
         notify = n % 4 == 3
         rnd = t.start_round(tile=t.tiles_used[n], threshold=tb.rng.randint(1, 8), notify=notify, sources=(source,))
         await tb.run(until=lambda r=rnd: r.state == "done", timeout=500)
-        queue = 1 if source == "gemm" else 0
+        # From the cycle the tile's last write left the issue register for the bank (one
+        # after its grant, later if the bank's hazard held it): the latency less that cycle.
+        issued = tb.write_issues[rnd.tile]
+        assert issued >= rnd.last_accept + 1 + (source == "gemm"), "a write reached the bank before its grant"
         if notify:
-            got, want = rnd.notify_cycle - rnd.last_accept, tb.top.tracker.trigger_latency + queue
+            got, want = rnd.notify_cycle - issued, tb.top.tracker.trigger_latency
         else:
-            got, want = rnd.first_offer - rnd.last_accept, tb.latency + queue
+            got, want = rnd.first_offer - issued, tb.latency - 1
         assert got == want, (f"round {n} ({source}, notify={notify}): {got} cycles after the last write, "
                              f"documented {want}")
         await tb.drain()
@@ -849,6 +855,10 @@ async def completion_burst(dut):
         t.p_read = 0.5
         t.reads_left = 10**9
         await tb.run(until=lambda rs=rounds: settled(rs), timeout=30 * len(rounds) + 200)
+        # The engine's buffer (read_latency + 2 beats) may still be filling from reads in
+        # flight, which can free a command slot, a trigger slot and an arm: let it fill.
+        await tb.run(cycles=4 * tb.top.read_latency)
+        await tb.run(until=lambda rs=rounds: settled(rs), timeout=30 * len(rounds) + 200)
         # Reads accepted now must come back although egress is stalled.
         t.reads_left = 0
         await tb.run(until=lambda: not tb.pending_reads and tb.src["gemm_read"].current is None, timeout=200)
@@ -861,8 +871,16 @@ async def completion_burst(dut):
                     "%d commands queued, engine buffer %d", sum(r.state == "written" for r in rounds),
                     sum(r.state == "arm" for r in rounds), tb.max_trigger_queue, depth, len(m.table.queue),
                     len(m.engine.buffer))
-        absorbed = m.table.queue_depth + 3   # command queue, lookup, the engine's buffered and active commands
-        assert tb.max_trigger_queue >= min(depth, dma_rounds - absorbed), "the scenario did not fill the trigger queue"
+        # Commands past the trigger queue: the command queue, the lookup, and in the engine its
+        # active command and every command with beats in its buffer (read_latency + 2 beats,
+        # so more commands as the bank's read latency grows).
+        # (A command's last beat is buffered or in flight, or the command is still active.)
+        beats = list(m.engine.buffer) + [r for r in m.engine.in_flight if r is not None]
+        in_engine = sum(packet["last"] for packet, _ in beats) + (m.engine.active is not None)
+        absorbed = m.table.queue_depth + 1 + max(2, in_engine)
+        assert tb.max_trigger_queue >= min(depth, dma_rounds - absorbed), (
+            f"the scenario did not fill the trigger queue: {dma_rounds} DMA tiles written, "
+            f"{absorbed} absorbed downstream")
         tb.force_egress_ready = None
         t.p_read = 0.3
         await tb.drain(timeout=20_000)

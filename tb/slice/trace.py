@@ -50,6 +50,7 @@ class SliceTrace(TraceBench):
         "arm held back: every trigger slot reserved", "egress back-pressured", "remote store sent",
         "GEMM read returned", "read after write", "MCA: comm granted", "round robin mode", "reset with tiles armed",
         "egress beat of an unknown word", "ingress store counted", "DMA forwards as stores",
+        "update held by the bank's adder hazard",
     )
 
     def __init__(self, params: dict | None = None):
@@ -177,7 +178,7 @@ class SliceTrace(TraceBench):
                            trigger_depth=p["trigger_depth"], commands=p["commands"], max_beats=p["max_beats"],
                            queue_depth=p["queue_depth"], addr_width=s.nmc.addr_width,
                            tile_beats_log2=p["tile_beats_log2"], compute_queue_depth=p["compute_queue_depth"],
-                           wait_width=p["wait_width"], read_latency=s.read_latency)
+                           wait_width=p["wait_width"], adder_latency=s.nmc.adder_latency, read_latency=s.read_latency)
         in_reset = True
         checked = 0
         commands_done = 0
@@ -244,6 +245,7 @@ class SliceTrace(TraceBench):
                 cover["arm held back: every trigger slot reserved"] += 1
             if inp.gemm_remote is not None and out.gemm_remote_ready:
                 cover["remote store sent"] += 1
+            cover["update held by the bank's adder hazard"] += out.bank_hazard
             grant = out.grant
             if grant is not None:
                 cls, request = grant

@@ -1,9 +1,10 @@
 """Cycle-accurate golden model of the tracker table's ports (pure Python, no cocotb).
 
 The model is written from the port-level specification in ``rtl/tracker.py``'s docstring,
-not from its implementation: entries are a dict, the pipeline is a one-slot delay line and
-the trigger queue is a deque. Per cycle the bench calls :meth:`outputs` (what the ports
-must show in this cycle) and then :meth:`step` with the inputs offered in the same cycle.
+not from its implementation: entries are a dict, the pipeline is a delay line of
+``SPEC_TRIGGER_LATENCY - 1`` slots and the trigger queue is a deque. Per cycle the bench
+calls :meth:`outputs` (what the ports must show in this cycle) and then :meth:`step` with
+the inputs offered in the same cycle.
 
 The specification it follows:
 
@@ -13,8 +14,11 @@ The specification it follows:
   entries plus the queued triggers reach ``trigger_depth`` (default ``entries``);
 * ``update.ready`` is high in every cycle after the sweep;
 * an arm is ordered before an update of the same cycle; an entry frees itself in the cycle
-  its last update is accepted; its trigger is valid ``trigger_latency`` (= 2) cycles later
-  when the queue ahead of it is empty.
+  its last update is accepted (a re-arm in the next cycle is legal); its trigger enters the
+  queue ``trigger_latency - 1`` edges after the edge accepting that update, and stays in
+  ``armed_entries`` until then, so it is valid ``trigger_latency`` (= 3) cycles after that
+  edge when the queue ahead of it is empty;
+* the status fields reflect the events accepted up to the previous clock edge.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ REMOTE = 1
 COUNTER_MASK = (1 << 32) - 1
 
 #: Specified latency from the edge accepting a tile's last update to ``trigger.valid``.
-SPEC_TRIGGER_LATENCY = 2
+SPEC_TRIGGER_LATENCY = 3
 
 
 class TrackerOutputs(NamedTuple):
@@ -72,8 +76,9 @@ class TrackerTableModel:
         self.sweep_left = self.reset_cycles
         # tile -> [count, threshold, dma_cmd] for armed tiles only.
         self.armed: dict[int, list[int]] = {}
-        # Completion accepted in the previous cycle, on its way into the queue.
-        self.in_flight: tuple[int, int] | None = None
+        # Completions on their way into the queue, oldest first, one slot per edge (None: no
+        # completion accepted at that edge); the newest is the one accepted at the last edge.
+        self.in_flight: deque[tuple[int, int] | None] = deque([None] * (SPEC_TRIGGER_LATENCY - 1))
         self.queue: deque[tuple[int, int]] = deque()
         self.status = {
             "err_unarmed_update": 0, "err_unarmed_update_tile": 0,
@@ -85,8 +90,8 @@ class TrackerTableModel:
 
     @property
     def reserved(self) -> int:
-        """Trigger-queue slots held: one per armed entry (a completion on its way into the
-        queue included, as ``status.armed_entries`` shows it) and one per queued trigger."""
+        """Trigger-queue slots held: one per armed entry (the completions on their way into the
+        queue included, as ``status.armed_entries`` shows them) and one per queued trigger."""
         return self.status["armed_entries"] + len(self.queue)
 
     def outputs(self) -> TrackerOutputs:
@@ -107,7 +112,12 @@ class TrackerTableModel:
 
     def idle(self) -> bool:
         """No armed entry, no completion in flight, no queued trigger."""
-        return not self.armed and self.in_flight is None and not self.queue
+        return not self.armed and all(c is None for c in self.in_flight) and not self.queue
+
+    @property
+    def completed(self) -> tuple[int, int] | None:
+        """The completion (tile, dma_cmd) accepted at the last edge, or None."""
+        return self.in_flight[-1]
 
     def _flag(self, name: str, tile: int) -> None:
         if not self.status[name]:
@@ -142,11 +152,11 @@ class TrackerTableModel:
         if out.trigger_valid and trigger_ready:
             handed_out = self.queue.popleft()
             st["triggers"] = (st["triggers"] + 1) & COUNTER_MASK
-        if self.in_flight is not None:
+        oldest = self.in_flight.popleft()
+        if oldest is not None:
             # A completed entry leaves ``armed_entries`` when its trigger enters the queue,
             # into the slot its arm reserved.
-            self.queue.append(self.in_flight)
-            self.in_flight = None
+            self.queue.append(oldest)
             st["armed_entries"] -= 1
         assert len(self.queue) <= self.trigger_depth, "model: trigger queue overflow"
 
@@ -161,6 +171,7 @@ class TrackerTableModel:
                 self.armed[tile] = [0, threshold, dma_cmd]
                 st["armed_entries"] += 1
 
+        completion = None
         if update is not None and out.update_ready:
             tile, source = update
             key = "remote_updates" if source == REMOTE else "local_updates"
@@ -172,6 +183,7 @@ class TrackerTableModel:
                 entry[0] += 1
                 if entry[0] == entry[1]:
                     del self.armed[tile]
-                    self.in_flight = (tile, entry[2])
+                    completion = (tile, entry[2])
+        self.in_flight.append(completion)
         assert self.reserved <= self.trigger_depth, "model: more reservations than queue slots"
         return handed_out

@@ -42,9 +42,18 @@ DIRECTED_TESTS = [
     "error_zero_threshold",
 ]
 
+#: Cycle-exact pipeline hazards (tb_tracker.py: same tile on consecutive cycles, tiles round
+#: robin, errors next to a completion). Each re-arms a tile the cycle after its completion,
+#: which the default set's trigger queue (as deep as the table) never holds back.
+HAZARD_TESTS = [
+    "hazard_same_tile_runs",
+    "hazard_alternating_tiles",
+    "hazard_errors_at_completion",
+]
+
 #: (parameter set, testcase) pairs that `make test` runs.
 CASES = (
-    [("default", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS]
+    [("default", t) for t in RANDOM_IN_MAKE_TEST + RESET_TESTS + DIRECTED_TESTS + HAZARD_TESTS]
     + [("small", t) for t in ["random__full__random", "random__gaps__heavy", "reset_mid_run__full__heavy",
                               *DIRECTED_TESTS]]
 )

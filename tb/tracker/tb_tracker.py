@@ -6,7 +6,7 @@ Run through ``tb/tracker/test_tracker.py`` (pytest), never collected by pytest i
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 
 import cocotb
 
@@ -17,7 +17,7 @@ from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.tracker.model import LOCAL, REMOTE, TrackerTableModel
-from tb.tracker.scenarios import DIRECTED_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST
+from tb.tracker.scenarios import DIRECTED_TESTS, HAZARD_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST
 from tb.tracker.traffic import LegalTraffic
 
 
@@ -370,6 +370,182 @@ async def reset_clears_counts(dut):
         tb.final_check()
 
 
+# -- pipeline hazards -------------------------------------------------------------------------
+# The counter read-modify-write spans the cycles after an update's acceptance, so an update of
+# a tile whose previous update (or completion, or arm) is still in flight must see its effect:
+# every distance between two updates of a tile, with the completion at every position.
+
+def round_robin_schedule(tiles: list[int], thresholds: dict[int, list[int]], dma_cmd_limit: int):
+    """Cycle-exact legal stimulus: ``tiles``' updates round robin, one per cycle, no gap.
+
+    Each tile is armed once per entry of ``thresholds[tile]``, with that threshold: first in
+    a prologue (one arm per cycle, the first tile's in the cycle of its first update), then
+    each re-arm in the cycle right after the update that completed the tile's previous arm.
+    Returns the per-cycle ``[arm, update]`` list and the completions ``(tile, dma_cmd,
+    index of the cycle of the last update)`` in order.
+    """
+    schedule: list[list] = []
+    completions = []
+    left = {t: list(thresholds[t]) for t in tiles}
+    remaining: dict[int, int] = {}
+    cmd_of: dict[int, int] = {}
+    arms = 0
+
+    def arm(tile):
+        nonlocal arms
+        remaining[tile] = left[tile].pop(0)
+        cmd_of[tile] = arms % dma_cmd_limit
+        arms += 1
+        return {"tile": tile, "threshold": remaining[tile], "dma_cmd": cmd_of[tile]}
+
+    def at(cycle):
+        while len(schedule) <= cycle:
+            schedule.append([None, None])
+        return schedule[cycle]
+
+    for tile in [*tiles[1:], tiles[0]]:
+        schedule.append([arm(tile), None])
+    cycle = len(schedule) - 1
+    rotation = deque(tiles)
+    while rotation:
+        tile = rotation.popleft()
+        at(cycle)[1] = {"tile": tile, "source": cycle % 2}
+        remaining[tile] -= 1
+        if remaining[tile] == 0:
+            completions.append((tile, cmd_of[tile], cycle))
+            if left[tile]:
+                assert at(cycle + 1)[0] is None
+                at(cycle + 1)[0] = arm(tile)
+                rotation.append(tile)
+        else:
+            rotation.append(tile)
+        cycle += 1
+    return schedule, completions
+
+
+async def play(tb: TB, schedule) -> int:
+    """Offer each cycle's ``[arm, update]`` in that very cycle; each must be taken in it.
+
+    Returns the cycle of the schedule's first entry."""
+    start = tb.cycle
+    for arm, update in schedule:
+        if arm is not None:
+            tb.arm_src.queue.append(arm)
+        if update is not None:
+            tb.update_src.queue.append(update)
+        await tb.run(cycles=1)
+        assert tb.arm_src.idle() and tb.update_src.idle(), f"cycle {tb.cycle - 1}: an offer was not taken in its cycle"
+    return start
+
+
+async def play_and_check_triggers(tb: TB, schedule, completions) -> None:
+    """:func:`play`, drain, then: one trigger per completion, in order, with its command,
+    each valid exactly ``trigger_latency`` cycles after its last update (the sink is ready)."""
+    before = len(tb.trigger_sink.received)
+    start = await play(tb, schedule)
+    await tb.drain()
+    got = [(t["tile"], t["dma_cmd"]) for t in tb.trigger_sink.received[before:]]
+    assert got == [(tile, cmd) for tile, cmd, _ in completions], f"triggers {got}, completions {completions}"
+    rises = [(tile, c) for tile, c in tb.trigger_valid_rise if c >= start]
+    want = [(tile, start + c + tb.spec.trigger_latency) for tile, _, c in completions]
+    assert rises == want, f"trigger valid rose at {rises}, expected {want}"
+
+
+def hazard_thresholds(tb: TB) -> range:
+    """Thresholds 1 .. trigger_latency + 2: the completion lands at every stage and after."""
+    return range(1, min(tb.spec.trigger_latency + 2, 2**tb.spec.count_width - 1) + 1)
+
+
+def hazard_gaps(tb: TB) -> range:
+    """Distances 1 .. trigger_latency + 2 in cycles: in every stage of the pipeline and after."""
+    return range(1, tb.spec.trigger_latency + 3)
+
+
+@cocotb.test()
+async def hazard_same_tile_runs(dut):
+    """One tile updated on N consecutive cycles with threshold N, N = 1 .. latency + 2, armed
+    three times in a row: each re-arm in the cycle right after the completing update,
+    together with the next arm's first update. Then, for each N, a re-arm alone G cycles
+    after the completing update, G = 1 .. latency + 2, and its N updates from the cycle after."""
+    tb = TB(dut)
+    tb.force_trigger_ready = 1
+    await tb.start()
+    await tb.sweep()
+    limit = 2**tb.spec.dma_cmd_width
+    for n in hazard_thresholds(tb):
+        tile = (3 * n) % tb.spec.entries
+        await play_and_check_triggers(tb, *round_robin_schedule([tile], {tile: [n, n, n]}, limit))
+    for n in hazard_thresholds(tb):
+        for gap in hazard_gaps(tb):
+            tile = (5 * n + gap) % tb.spec.entries
+            schedule = ([[{"tile": tile, "threshold": n, "dma_cmd": 1}, None]]
+                        + [[None, {"tile": tile, "source": LOCAL}]] * n
+                        + [[None, None]] * (gap - 1)
+                        + [[{"tile": tile, "threshold": n, "dma_cmd": 2}, None]]
+                        + [[None, {"tile": tile, "source": REMOTE}]] * n)
+            await play_and_check_triggers(tb, schedule, [(tile, 1, n), (tile, 2, 2 * n + gap)])
+    tb.final_check()
+
+
+@cocotb.test()
+async def hazard_alternating_tiles(dut):
+    """2 .. latency + 2 tiles updated round robin (a tile's updates that many cycles apart),
+    each with threshold N, N = 1 .. latency + 2, then re-armed in the cycle right after its
+    completion with a threshold that makes the tiles complete at different times."""
+    tb = TB(dut)
+    tb.force_trigger_ready = 1
+    await tb.start()
+    await tb.sweep()
+    top = max(hazard_thresholds(tb))
+    for k in range(2, tb.spec.trigger_latency + 3):
+        for n in hazard_thresholds(tb):
+            tiles = [(7 * k + 3 * n + i) % tb.spec.entries for i in range(k)]
+            thresholds = {t: [n, (n + i) % top + 1] for i, t in enumerate(tiles)}
+            await play_and_check_triggers(tb, *round_robin_schedule(tiles, thresholds, 2**tb.spec.dma_cmd_width))
+    tb.final_check()
+
+
+@cocotb.test()
+async def hazard_errors_at_completion(dut):
+    """The driver errors next to an update still in the pipeline, G = 1 .. latency + 2 cycles
+    after it, each case after a reset (the flags are sticky): an update of a tile G cycles
+    after its last one (unarmed); a re-arm G cycles after an update that did not complete
+    the tile (refused; the update of its cycle still counts for the first arm), then a legal
+    re-arm the cycle after the completion; and, G = 1, a zero-threshold arm with an update
+    of its tile the cycle after a completion (both errors)."""
+    tb = TB(dut)
+    tb.force_trigger_ready = 1
+    await tb.start()
+    await tb.sweep()
+    t = 6 % tb.spec.entries
+
+    def arm(threshold, cmd):
+        return {"tile": t, "threshold": threshold, "dma_cmd": cmd}
+
+    upd = {"tile": t, "source": LOCAL}
+    idle = [None, None]
+    cases = []   # (schedule, triggers (tile, cmd), the error flags expected set)
+    for gap in hazard_gaps(tb):
+        cases.append(([[arm(2, 1), upd], [None, upd]] + [idle] * (gap - 1) + [[None, upd]],
+                      [(t, 1)], {"err_unarmed_update"}))
+        cases.append(([[arm(3, 1), upd], [None, upd]] + [idle] * (gap - 1) + [[arm(1, 2), upd], [arm(1, 3), upd]],
+                      [(t, 1), (t, 3)], {"err_rearm"}))
+    cases.append(([[arm(1, 1), upd], [arm(0, 2), upd], [arm(2, 3), upd], [None, upd]], [(t, 1), (t, 3)],
+                  {"err_zero_threshold", "err_unarmed_update"}))
+    for n, (schedule, triggers, errors) in enumerate(cases):
+        if n:
+            await tb.reset_mid_run()
+            await tb.sweep()
+        await play(tb, schedule)
+        await tb.drain()
+        assert [(x["tile"], x["dma_cmd"]) for x in tb.trigger_sink.received] == triggers, f"case {n}"
+        status = unpack(tb.spec.status_layout, int(tb.dut.status.value))
+        for flag in ("err_unarmed_update", "err_rearm", "err_zero_threshold"):
+            assert status[flag] == (flag in errors), f"case {n}: {flag} = {status[flag]}"
+            assert status[flag + "_tile"] == (t if flag in errors else 0)
+    tb.final_check(errors_expected=True)
+
+
 async def _error_prologue(tb: TB, arms, updates):
     tb.arm_src.queue.extend(arms)
     await tb.start()
@@ -423,4 +599,5 @@ async def error_zero_threshold(dut):
     tb.final_check(errors_expected=True)
 
 
-assert set(RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS) <= set(globals()), "scenarios name a missing test"
+assert set(RANDOM_TESTS + RESET_TESTS + DIRECTED_TESTS + HAZARD_TESTS) <= set(globals()), (
+    "scenarios name a missing test")

@@ -170,7 +170,7 @@ class TrackerTrace(TraceBench):
                     cover["trigger back-pressured"] += 1
             waiting = out.trigger_valid and not tr_r[c]
             model.step(arm=arm, update=update, trigger_ready=tr_r[c])
-            if model.in_flight is not None and update is not None:
+            if model.completed is not None and update is not None:
                 last_completion[update[0]] = c
             for flag in ERRORS:
                 if model.status[flag] and not prev_errors[flag]:
