@@ -131,11 +131,12 @@ def test_sim_back_to_back_updates_forward():
 
 
 @pytest.mark.parametrize("adder_latency", [1, 3, 5])
-@pytest.mark.parametrize("chain", range(1, 8))
+@pytest.mark.parametrize("chain", range(1, 10))
 def test_sim_same_address_chain_runs_at_one_per_adder_latency(adder_latency, chain):
-    """N updates of one word offered back to back (N up to the pipeline depth + 2): each
-    waits for the previous sum, so they are accepted exactly ``adder_latency`` cycles
-    apart; the word ends as the sequential sum, read back from the RTL."""
+    """N updates of one word offered back to back (N up to write_latency + 2 at the default
+    adder latency 5): each waits for the previous sum, so they are accepted exactly
+    ``adder_latency`` cycles apart; the word ends as the sequential sum, read back from
+    the RTL."""
     params = SMALL | {"adder_latency": adder_latency}
     stimulus = [((2, 0, [ONE, 0x8000]), None)] + [((2, 1, [ONE, ONE]), None)] * chain
     model, accepted = run_reducer(params, stimulus + [(None, None)] * 12 + [(None, 2)])

@@ -14,7 +14,7 @@ SYNTH_JSON = Path(__file__).resolve().parents[1] / "sim_results" / "synth.json"
 
 
 def test_tracker_256_counters_are_block_ram(tmp_path):
-    row = synthesize("tracker 256", "tracker_table", {"entries": 256}, tmp_path, pnr=False)
+    row = synthesize("tracker 256", "tracker_table", {"entries": 256}, tmp_path, pnr=False, generic=False)
     # Counts (16 b), thresholds (16 b) and command indices (8 b) of 256 entries: 2 DP16KD.
     assert row["brams"] >= 2, row
     # The armed bits are flip-flops: one per entry, plus the pipeline (about 150: two
@@ -25,7 +25,8 @@ def test_tracker_256_counters_are_block_ram(tmp_path):
 def test_latency_1_adder_is_timed_behind_input_registers(tmp_path):
     # Without the harness the adder has no register-to-register path and no Fmax at all.
     # Place and route (the `synth` extra) is not installed in CI: check the netlist it would time.
-    row = synthesize("adder", "fp_adder", {"format": "bfloat16"}, tmp_path, pnr=False, register_inputs=True)
+    row = synthesize("adder", "fp_adder", {"format": "bfloat16"}, tmp_path, pnr=False, register_inputs=True,
+                     generic=False)
     # Resource counts are those of the bare block: 16 result bits and a valid bit.
     assert row["ffs"] == 17, row
     # The timed netlist adds one register per input bit: operands a, b (16 bits each) and valid.

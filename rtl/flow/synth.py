@@ -143,8 +143,11 @@ def _place_and_route(name: str, folder: Path) -> tuple[float | None, str]:
 
 
 def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool = True,
-               register_inputs: bool = False) -> dict:
+               register_inputs: bool = False, generic: bool = True) -> dict:
     """Synthesize one parameter set of ``block`` in ``folder``; return its row of figures.
+
+    ``generic=False`` skips yosys's generic ``synth; stat`` (its two columns are then
+    ``None``): the ECP5 figures alone, for a quick check.
 
     Resource counts are those of the bare block. With ``register_inputs`` the Fmax is that
     of the block behind :class:`~rtl.flow.timing_harness.InputRegisters`.
@@ -154,13 +157,15 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
     verilog_path = write_verilog(block, folder / f"{name}.v", **params)
     started = time.perf_counter()
     # -sv: the arbiter carries immediate assertions.
-    _yosys(f"read_verilog -sv {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
-    generic = _cells(folder / f"{name}_generic.json")
+    generic_cells = None
+    if generic:
+        _yosys(f"read_verilog -sv {name}.v; synth -top {block}; tee -q -o {name}_generic.json stat -json", folder)
+        generic_cells = _cells(folder / f"{name}_generic.json")
     ecp5 = _synth_ecp5(name, block, folder)
     row = {
         "label": label, "block": block, "params": params,
-        "generic_cells": sum(generic.values()),
-        "generic_ffs": sum(v for k, v in generic.items() if "DFF" in k),
+        "generic_cells": None if generic_cells is None else sum(generic_cells.values()),
+        "generic_ffs": None if generic_cells is None else sum(v for k, v in generic_cells.items() if "DFF" in k),
         "luts": ecp5.get("LUT4", 0),
         "ffs": ecp5.get("TRELLIS_FF", 0),
         "brams": ecp5.get("DP16KD", 0),

@@ -208,7 +208,7 @@ class SliceOutputs:
     status: dict
     # Events of the edge (for the bench's statistics; not ports).
     grant: tuple[int, dict] | None = None   # (class, request) executed by the bank
-    bank_hazard: bool = False                # the held update waited for a sum in the bank's adder
+    bank_hazard: int | None = None           # class of the held update waiting for a sum in the bank's adder
     issued: tuple[int, dict] | None = None   # (class, request) issued from the register to the bank
 
 
@@ -359,7 +359,7 @@ class SliceModel:
             arm_ready=trk.arm_ready, program_ready=tbl.program_ready,
             notify_valid=int(is_notify), notify_tile=trigger[0] if is_notify else None,
             status=status, grant=(winner, request) if fire else None,
-            bank_hazard=held_write and tracker_ok and not issue,
+            bank_hazard=held[0] if held_write and tracker_ok and not issue else None,
             issued=held if issue else None,
         )
 

@@ -27,6 +27,7 @@ from collections import deque
 
 import numpy as np
 
+from tb.arbiter.model import COMPUTE
 from tb.dma.trace import DescriptorCodec
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import beat_to_lanes
@@ -50,7 +51,7 @@ class SliceTrace(TraceBench):
         "arm held back: every trigger slot reserved", "egress back-pressured", "remote store sent",
         "GEMM read returned", "read after write", "MCA: comm granted", "round robin mode", "reset with tiles armed",
         "egress beat of an unknown word", "ingress store counted", "DMA forwards as stores",
-        "update held by the bank's adder hazard",
+        "update held by the bank's adder hazard", "GEMM update held by the bank's adder hazard",
     )
 
     def __init__(self, params: dict | None = None):
@@ -112,13 +113,19 @@ class SliceTrace(TraceBench):
                                 "op": int(rng.random() < 0.7)}
                         src["program"].add(self.codec.encode(cmd, desc), gap=0)
                     after = ("ingress", last_update[tile]) if tile in last_update else ("program", last_program)
-                    arm = src["arm"].add(self.arm_p.pack({"tile": tile, "threshold": self.tile_beats + updates,
+                    # The GEMM also accumulates into some of the tile's words right after
+                    # storing them (tracked updates): the bank's adder hazard, from compute.
+                    gemm_updates = rng.choice((0, 0, 1, 2, 3))
+                    arm = src["arm"].add(self.arm_p.pack({"tile": tile,
+                                                          "threshold": self.tile_beats + updates + gemm_updates,
                                                           "dma_cmd": cmd}), gap=gap_draw(rng, sm), after=after)
-                    for k in range(self.tile_beats):
-                        addr = tile * self.tile_beats + k
-                        last_store = gemm.add(self.gemm_p.pack({"tile": tile, "addr": addr, "op": 0, "tracked": 1,
+                    for k in range(self.tile_beats + gemm_updates):
+                        op = 0 if k < self.tile_beats else 1
+                        addr = tile * self.tile_beats + (k if op == 0 else rng.randrange(self.tile_beats))
+                        last_store = gemm.add(self.gemm_p.pack({"tile": tile, "addr": addr, "op": op, "tracked": 1,
                                                                 "data": draw()}),
-                                              gap=gap_draw(rng, sm), after=("arm", arm), same_cycle=k == 0)
+                                              gap=gap_draw(rng, sm) if op == 0 else rng.choice((0, 0, 1, 3)),
+                                              after=("arm", arm), same_cycle=k == 0)
                         spent += 1
                     for k in range(updates - 1):
                         src["ingress"].add(self._packet(tile, k, draw(), op=self._ingress_op(rng)),
@@ -245,7 +252,8 @@ class SliceTrace(TraceBench):
                 cover["arm held back: every trigger slot reserved"] += 1
             if inp.gemm_remote is not None and out.gemm_remote_ready:
                 cover["remote store sent"] += 1
-            cover["update held by the bank's adder hazard"] += out.bank_hazard
+            cover["update held by the bank's adder hazard"] += out.bank_hazard is not None
+            cover["GEMM update held by the bank's adder hazard"] += out.bank_hazard == COMPUTE
             grant = out.grant
             if grant is not None:
                 cls, request = grant
