@@ -87,7 +87,7 @@ def _proofs() -> list[Proof]:
               why="status.comm_wait counts the specified wait"),
         Proof("arbiter-starvation", _arbiter(True), 20, 20, _arbiter_broken(True),
               why="wait <= starvation_limit with the bank ready"),
-        Proof("tracker", _tracker, 8, 18, _test_module("test_tracker_formal").BROKEN,
+        Proof("tracker", _tracker, 8, 16, _test_module("test_tracker_formal").BROKEN,
               why="one trigger per arm after exactly threshold updates; sticky unarmed error"),
         Proof("dma-path", _dma, 8, 14, _test_module("test_dma_formal").BROKEN,
               why="beats consecutive, exactly `beats` of them, one done, under any back-pressure"),
