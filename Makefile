@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak formal report sweep sensitivity characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test soak formal report sweep sensitivity crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -66,6 +66,9 @@ sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep
 
 sensitivity: $(STAMP) ## Each calibrated value moved +-25%: how the headline figures move (sim_results/sensitivity_t3-paper.md)
 	$(PY) -m system_model sensitivity --preset t3-paper --out sim_results --jobs 2
+
+crosscheck: $(STAMP) iverilog cxx ## The model against the RTL ring running a staged GEMM + RS, full sizes (sim_results/crosscheck.md)
+	$(PY) -m system_model crosscheck --rtl --size full --out sim_results
 
 characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_timing.json (seconds)
 	$(PY) -m tb.characterize

@@ -209,6 +209,12 @@ class T3Slice(wiring.Component):
         return 1 + self.nmc.write_latency - 1 + self.nmc.read_latency
 
     @property
+    def gemm_read_latency(self) -> int:
+        """Cycles from the edge accepting a ``gemm_read`` to its data on ``gemm_read_data``, all
+        idle: the compute queue shows it to the arbiter a cycle later, then :attr:`read_latency`."""
+        return 1 + self.read_latency
+
+    @property
     def update_to_egress_latency(self) -> int:
         """Cycles from the grant of a tile's last write to its first egress beat, all idle
         (one in the issue register, then the tracker counts it)."""

@@ -1,4 +1,4 @@
-"""Command line: ``python -m system_model [report|sweep|sensitivity] ...``.
+"""Command line: ``python -m system_model [report|sweep|sensitivity|crosscheck] ...``.
 
 Errors in options or configuration print one line and exit with status 2.
 """
@@ -108,7 +108,66 @@ def _parser() -> argparse.ArgumentParser:
                                   "(default: %(default)s)")
     sensitivity.add_argument("--jobs", type=_jobs, default=1,
                              help="worker processes that run the variants (default: %(default)s)")
+    crosscheck = sub.add_parser(
+        "crosscheck", help="the model against the RTL ring running a staged GEMM and its reduce-scatter: read the "
+                           "recorded RTL results (or run them with --rtl) and write crosscheck.md/.json",
+        description="Configure the model to the RTL ring's micro-system and compare cycles. Examples: "
+                    "'python -m system_model crosscheck' (recorded RTL results, sim_results/crosscheck.json); "
+                    "'python -m system_model crosscheck --rtl' (run every RTL scenario first: Verilator, minutes); "
+                    "'python -m system_model crosscheck --rtl --size quick --only memory_heavy'.")
+    crosscheck.add_argument("--out", type=Path, default=Path("sim_results"),
+                            help="output folder (default: %(default)s)")
+    crosscheck.add_argument("--rtl", action="store_true", help="run the RTL scenarios (else read the recorded ones)")
+    crosscheck.add_argument("--size", choices=("full", "quick"), default="full",
+                            help="scenario sizes (default: %(default)s)")
+    crosscheck.add_argument("--only", default=None, help="one scenario (compute_bound, memory_heavy, link_bound)")
+    crosscheck.add_argument("--gpus", type=int, default=None, help="only the scenarios with this many GPUs")
+    crosscheck.add_argument("--seed", type=int, default=1, help="data seed of the RTL runs (default: %(default)s)")
+    crosscheck.add_argument("--recorded", type=Path, default=None,
+                            help="recorded RTL results to read (default: sim_results/crosscheck.json)")
     return parser
+
+
+def _crosscheck(args) -> int:
+    import json
+
+    from . import crosscheck as xc
+    from .report import _git_commit
+
+    started = time.perf_counter()
+    if args.rtl:
+        def show(run):
+            print(f"RTL {run['scenario']}, N={run['gpus']}, {run['schedule']}: {run['total_cycles']:,} cycles "
+                  f"({run['wall_s']:.1f} s)", file=sys.stderr, flush=True)
+        runs = xc.run_rtl(args.size, seed=args.seed, only=args.only, gpus=args.gpus, progress=show)
+        recorded = {"size": args.size, "seed": args.seed, "runs": runs}
+    else:
+        path = args.recorded or xc.CROSSCHECK_JSON
+        if args.recorded is not None and not path.is_file():
+            raise FileNotFoundError(f"--recorded: no such file: {path}")
+        recorded = xc.load_recorded(path)
+        for key in ("size", "runs"):
+            if key not in recorded:
+                raise ValueError(f"{path}: not a crosscheck record (no {key!r})")
+    entries = xc.entries(recorded["runs"], recorded["size"])
+    if not entries:
+        raise ValueError("no scenario has all of its RTL runs (t3, t3_mca, sequential)")
+    text = xc.crosscheck_markdown(entries)
+    print(text)
+    bad = xc.violations(entries)
+    print("within tolerance on every scenario" if not bad else "outside tolerance:\n  " + "\n  ".join(bad))
+    if args.only is None and args.gpus is None and (args.rtl or args.recorded is None):
+        args.out.mkdir(parents=True, exist_ok=True)
+        # Without --rtl: the recorded runs kept as they are, the model's side re-derived.
+        record = {"size": recorded["size"], "seed": recorded.get("seed", args.seed),
+                  "seconds": round(time.perf_counter() - started, 1) if args.rtl else recorded.get("seconds"),
+                  "commit": _git_commit() if args.rtl else recorded.get("commit"),
+                  "tolerances": {"total": xc.TOLERANCE_TOTAL, "mca_points": xc.TOLERANCE_MCA_POINTS},
+                  "runs": recorded["runs"], "entries": [{k: v for k, v in e.items() if k != "rtl"} for e in entries]}
+        (args.out / "crosscheck.json").write_text(json.dumps(record, indent=1) + "\n")
+        (args.out / "crosscheck.md").write_text(text)
+        print(f"wrote {args.out / 'crosscheck.json'} and {args.out / 'crosscheck.md'}")
+    return 0
 
 
 def _rtl_timing(path: Path | None) -> Path | None:
@@ -212,7 +271,7 @@ def _divides(p) -> bool:
     return True
 
 
-_COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity}
+_COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,10 @@ it lands). The drain is inside the chunk time: the link is the stage every byte 
 is added inside the memory, the tracker counts it, and the tile's DMA starts when its count
 is complete. Per step: trigger and DMA issue (the RTL's measured cycles), the DMA's read
 latency, a link hop, then the chunk at the slowest of link, reducers and DRAM, pipelined
-at tile granularity. DRAM: the DMA read of the chunk forwarded (1) and the incoming update
+at tile granularity, across steps too: a step starts at a GPU as soon as the previous
+step's first tile has arrived and its link is free, so the per-step latency is paid once
+unless a hop outlasts a chunk (checked against the RTL ring: ``python -m system_model
+crosscheck``). DRAM: the DMA read of the chunk forwarded (1) and the incoming update
 (1 crossing; 2 units of bank time, its internal read and write).
 """
 
@@ -164,7 +167,18 @@ def hardware_reduce_scatter(total_bytes: float, n: int, link: LinkConfig, gpu: G
     """T3's RS of a GEMM output already in memory (``ideal_rs_nmc``): tracker, DMA and
     near-memory reducers, no CUs, no flags."""
     _check(n)
-    # Bank time per chunk forwarded: its DMA read (1 unit) and the arrival's update (2 units).
-    rate = _rates(link=link.ring_bytes_per_s, reducers=reducer_bytes_per_s, dram=gpu.dram_bytes_per_s / 3)
-    overhead = trigger_to_link_s + gpu.dram_latency_ns * 1e-9 + link.link_latency_ns * 1e-9 + tile_bytes / rate[0]
-    return _ring(total_bytes, n, rs_nmc_crossings(n), rate, overhead)
+    # Bank time per chunk forwarded: its DMA read (1 unit) and the arrival's update
+    # (``gpu.nmc_update_units``: 2 on DRAM).
+    rate = _rates(link=link.ring_bytes_per_s, reducers=reducer_bytes_per_s,
+                  dram=gpu.dram_bytes_per_s / (1 + gpu.nmc_update_units))
+    chunk = total_bytes / n
+    start = trigger_to_link_s + gpu.dram_latency_ns * 1e-9        # a trigger to its first beat on the link
+    hop = tile_bytes / rate[0] + link.link_latency_ns * 1e-9 + start
+    # Pipelined at tile granularity: step s + 1 starts at a GPU once the first tile of step
+    # s has arrived there and been triggered (a hop) and its link has sent step s (a chunk);
+    # the last step ends with its chunk and a link hop.
+    step = max(hop, chunk / rate[0])
+    time = start + (n - 2) * step + chunk / rate[0] + link.link_latency_ns * 1e-9
+    return RingCollective(time_s=time, steps=n - 1, step_s=step, rate_Bps=rate[0], limit=rate[1],
+                          overhead_s=max(0.0, hop - chunk / rate[0]), read_bytes=rs_nmc_crossings(n)[0] * chunk,
+                          write_bytes=rs_nmc_crossings(n)[1] * chunk)

@@ -138,6 +138,16 @@ class WaveLoad:
         Unloaded latency of a read after it leaves the queue.
     queue_entries : int
         Depth of the DRAM command queue.
+    nmc_units : int
+        Service units of one of the GEMM's near-memory stores (``GpuConfig.nmc_update_units``).
+    k_steps : int
+        Steps the wave's matrix work comes in, each needing its share of the reads before
+        it starts (a k-loop iteration: every tile's operand slice). 0: the data is used
+        continuously, the limit of many steps (the sublayer study's GEMMs have K / k_tile
+        >= 64 steps per tile); the crosscheck's RTL GEMM has a few.
+    reads_first : bool
+        The GEMM's reads go before its pending stores (``GpuConfig.mc_reads_first``); else
+        they alternate.
     """
 
     reads: float
@@ -152,11 +162,14 @@ class WaveLoad:
     service_rate: float
     latency_cycles: int
     queue_entries: int
+    nmc_units: int = 2
+    k_steps: int = 0
+    reads_first: bool = True
 
     @property
     def store_units(self) -> int:
-        """Service units of one GEMM store: a near-memory update holds its bank twice."""
-        return 2 if self.stores_nmc else 1
+        """Service units of one GEMM store: a near-memory update holds a DRAM bank twice."""
+        return self.nmc_units if self.stores_nmc else 1
 
     @property
     def service_cycles(self) -> float:
@@ -180,7 +193,9 @@ class WaveLoad:
         """
         scale = self.scale
         compute = max(1, round(self.compute_cycles * scale))
-        step = max(1.0, 0.01 * self.service_rate * max(compute, MAX_WAVE_CYCLES * 0.5))
+        # (Of the wave itself: a floor of half the longest wave rounded the crosscheck's
+        # 8-read waves to 10.)
+        step = max(1.0, 0.01 * self.service_rate * max(compute, self.service_cycles * scale))
         rate_step = 0.005 * self.service_rate
 
         def steps(x: float, size: float) -> float:
@@ -188,7 +203,8 @@ class WaveLoad:
         return WaveLoad(steps(self.reads * scale, step), steps(self.stores * scale, step), self.stores_nmc,
                         compute, max(1, round(float(f"{self.outstanding:.2g}"))),
                         steps(self.update_rate, rate_step), self.update_units, steps(self.dma_rate, rate_step),
-                        self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries)
+                        self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries, self.nmc_units,
+                        min(self.k_steps, compute), self.reads_first)
 
 
 @dataclass(frozen=True)
@@ -324,6 +340,8 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     mode = POLICIES[policy] if policy != "alone" else MCA
     arbiter = MemoryArbiterModel(wait_width=16)
     store_units = load.store_units
+    steps = load.k_steps
+    last_was_read = False
     mu, depth, latency, out_cap = load.service_rate, load.queue_entries, load.latency_cycles, load.outstanding
 
     queue: deque = deque()          # (kind, units, granted cycle); kinds: 0 read, 1 store, 2 dma, 3 update
@@ -400,13 +418,16 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             arbiter.step(winner=winner, comm_valid=comm_valid, grant_ready=ready)
             if ready and winner == COMPUTE:
                 # Reads first: a memory controller buffers writes and drains them in the
-                # gaps (the wave still waits for its predecessor's stores, below).
-                if wants_read:
+                # gaps (the wave still waits for its predecessor's stores, below); or, in a
+                # controller that merges them round-robin, a read and a store in turn.
+                if wants_read and (load.reads_first or stores_pending == 0 or not last_was_read):
                     queue.append((0, 1, t))
                     issued += 1
+                    last_was_read = True
                 else:
                     queue.append((1, store_units, t))
                     stores_pending -= 1
+                    last_was_read = False
             elif ready and winner == COMM:
                 kind = comm_pending.popleft()
                 queue.append((kind, load.update_units if kind == 3 else 1, t))
@@ -431,8 +452,13 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             while returns and returns[0] <= t:
                 returns.popleft()
                 arrived += 1
-            # Matrix work proceeds while the data it needs next has arrived.
-            if progress < compute and arrived >= min(reads, math.ceil((progress + 1) / compute * reads)):
+            # Matrix work proceeds while the data it needs next has arrived: continuously, or
+            # a k-step's share at a time.
+            if steps:
+                need = math.ceil((math.floor(progress * steps / compute) + 1) * reads / steps)
+            else:
+                need = math.ceil((progress + 1) / compute * reads)
+            if progress < compute and arrived >= min(reads, need):
                 progress += 1
                 if progress >= compute and load.stores_nmc:
                     stores_pending += stores       # the epilogue: the tile's output, uncached

@@ -103,6 +103,11 @@ class GemmTiming:
     wave_tiles: tuple[int, ...]
     stage_end_waves: tuple[int, ...]
     stores_cached: bool
+    #: Operand bytes one CU keeps in flight (its prefetch: bounds the requests in flight).
+    prefetch_bytes_per_cu: float = 0.0
+    #: k-loop steps per tile whose data the wave waits for one at a time; 0: continuous
+    #: (see :class:`~system_model.dram_queue.WaveLoad`).
+    k_steps_per_tile: int = 0
 
     @property
     def waves(self) -> int:
@@ -211,4 +216,5 @@ def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus
     return GemmTiming(shape=shape, cus=cus, tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m,
                       tile_compute_s=flops_per_tile / cu_flops, out_tile_bytes=kernel.tile_m * kernel.tile_n * e,
                       cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * shape.k * e,
-                      wave_reads=reads, wave_tiles=counts, stage_end_waves=ends, stores_cached=stores_cached)
+                      wave_reads=reads, wave_tiles=counts, stage_end_waves=ends, stores_cached=stores_cached,
+                      prefetch_bytes_per_cu=kernel.prefetch_bytes_per_cu(shape.k))

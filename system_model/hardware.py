@@ -45,6 +45,16 @@ class GpuConfig:
         Depth of one channel's DRAM command queue, into which the arbiter grants requests.
     dram_request_bytes : int
         Bytes one DRAM request moves (a 64-byte access: two HBM2 32-byte bursts).
+    nmc_update_units : int
+        Units of a channel's service one near-memory update takes: 2 on DRAM (the bank's
+        internal read, then its write: two column accesses); 1 on the RTL's dual-ported
+        block-RAM bank, whose pipelined reducer issues one update per cycle
+        (``rtl.nmc.NearMemoryReducer.requests_per_cycle``; the crosscheck's micro-system).
+    mc_reads_first : bool
+        The controller serves a kernel's reads before its buffered writes (True, as GPU
+        memory controllers drain writes in batches), or alternates them (False: the RTL
+        slice's compute queue is fed by a round-robin ``StreamMux`` of the GEMM's writes and
+        reads).
     """
 
     cus: int
@@ -58,6 +68,8 @@ class GpuConfig:
     dram_latency_ns: float = 400.0
     dram_queue_entries: int = 64
     dram_request_bytes: int = 64
+    nmc_update_units: int = 2
+    mc_reads_first: bool = True
 
     def __post_init__(self):
         check_int_range("cus", self.cus, 1, 10_000)
@@ -73,6 +85,7 @@ class GpuConfig:
         check_range("dram_latency_ns", self.dram_latency_ns, 1, 1e5)
         check_int_range("dram_queue_entries", self.dram_queue_entries, 2, 4096)
         check_int_range("dram_request_bytes", self.dram_request_bytes, 8, 4096)
+        check_int_range("nmc_update_units", self.nmc_update_units, 1, 2)
 
     @property
     def peak_fp16_flops(self) -> float:

@@ -2,7 +2,7 @@
 
 * ``sequential``: the GEMM, then RCCL's ring RS, then its AG (all CUs, nothing shared).
 * ``ideal_overlap``: the GEMM in parallel with an RS that costs only link time (the
-  physical upper bound), then the AG.
+  physical upper bound: the link's chunks and one hop), then the AG.
 * ``ideal_rs_nmc``: the GEMM, then T3's hardware RS (tracker, DMA, near-memory reduction:
   no CUs, no flags), not overlapped, then the AG.
 * ``t3``: track & trigger with near-memory reduction, fused with the GEMM; compute and
@@ -36,7 +36,7 @@ from .hardware import SystemConfig
 from .models import GemmShape, WorkloadConfig
 from .units import check_int_range
 
-__all__ = ["StudyConfig", "SchemeResult", "DramTrace", "SCHEMES", "evaluate", "gemm_alone_s"]
+__all__ = ["StudyConfig", "SchemeResult", "DramTrace", "SCHEMES", "evaluate", "gemm_alone_s", "t3_staged"]
 
 SCHEMES = ("sequential", "ideal_overlap", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
 
@@ -115,7 +115,9 @@ class _Channel:
         gpu = cfg.system.gpu
         self.hz = gpu.mc_clock_GHz * 1e9
         self.per_request = gpu.hbm_channels * gpu.dram_request_bytes      # bytes of one request on every channel
-        self.prefetch = cfg.kernel.prefetch_bytes_per_cu(gemm.shape.k)
+        self.prefetch = gemm.prefetch_bytes_per_cu
+        self.nmc_units = gpu.nmc_update_units
+        self.reads_first = gpu.mc_reads_first
         self.fixed = dict(compute_cycles=gemm.tile_compute_s * self.hz, service_rate=gpu.channel_requests_per_cycle,
                           latency_cycles=max(1, round(gpu.dram_latency_ns * gpu.mc_clock_GHz)),
                           queue_entries=gpu.dram_queue_entries)
@@ -127,9 +129,11 @@ class _Channel:
     def bytes_per_s(self, requests_per_cycle: float) -> float:
         return requests_per_cycle * self.per_request * self.hz
 
-    def load(self, w: int, *, local_stores: bool, nmc: bool, update_Bps: float = 0.0, update_units: int = 2,
+    def load(self, w: int, *, local_stores: bool, nmc: bool, update_Bps: float = 0.0, update_units: int | None = None,
              dma_Bps: float = 0.0, dma_burst_bytes: float = 0.0) -> WaveLoad:
+        """Wave ``w``'s load; incoming writes are near-memory updates unless ``update_units`` says otherwise."""
         g = self.gemm
+        update_units = self.nmc_units if update_units is None else update_units
         key = (g.wave_reads[w], g.wave_tiles[w], local_stores, nmc, update_Bps, update_units, dma_Bps, dma_burst_bytes)
         load = self.loads.get(key)
         if load is None:
@@ -141,7 +145,7 @@ class _Channel:
                 outstanding=max(1, round(tiles * self.prefetch * g.l2_miss_ratio(w) / self.per_request)),
                 update_rate=self.requests_per_cycle(update_Bps), update_units=update_units,
                 dma_rate=self.requests_per_cycle(dma_Bps), dma_burst=max(1, round(dma_burst_bytes / self.per_request)),
-                **self.fixed)
+                nmc_units=self.nmc_units, k_steps=g.k_steps_per_tile, reads_first=self.reads_first, **self.fixed)
         return load
 
     def run(self, load: WaveLoad, policy: str, threshold: int) -> WaveResult:
@@ -227,12 +231,25 @@ def _transfer_end(start: float, gemm_end: float, contended: float, alone: float)
 def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *, policy: str,
         record: bool) -> SchemeResult:
     """T3: the staged GEMM with track & trigger, near-memory updates and the DRAM arbiter."""
-    gpu, link, block = cfg.system.gpu, cfg.system.link, cfg.block
     e = cfg.kernel.bytes_per_element
-    chunk = shape.m * shape.n * e / tp
+    gemm = gemm_timing(shape, cfg.system.gpu, cfg.kernel, stages=tp, stores_cached=False)
+    base_alone = gemm_alone_s(cfg, gemm_timing(shape, cfg.system.gpu, cfg.kernel, stages=tp), nmc=False)
+    return t3_staged(cfg, gemm, tp, chunk_bytes=shape.m * shape.n * e / tp,
+                     tile_bytes=cfg.kernel.tile_m * cfg.kernel.tile_n * e, ag_s=ag_s, ag_traffic=ag_traffic,
+                     policy=policy, record=record, base_alone_s=base_alone)
+
+
+def t3_staged(cfg: StudyConfig, gemm: GemmTiming, tp: int, *, chunk_bytes: float, tile_bytes: float, ag_s: float,
+              ag_traffic, policy: str, record: bool, base_alone_s: float) -> SchemeResult:
+    """T3 on a staged GEMM given by its waves (``gemm``): what :func:`evaluate` runs for a
+    sublayer, and what ``python -m system_model crosscheck`` runs for the RTL ring's GEMM.
+
+    ``chunk_bytes``: one GPU's share of the output (one stage); ``base_alone_s``: the
+    baseline GEMM alone, for the slowdown.
+    """
+    gpu, link, block = cfg.system.gpu, cfg.system.link, cfg.block
+    chunk = chunk_bytes
     latency = link.link_latency_ns * 1e-9
-    tile_bytes = cfg.kernel.tile_m * cfg.kernel.tile_n * e
-    gemm = gemm_timing(shape, gpu, cfg.kernel, stages=tp, stores_cached=False)
     channel = _Channel(cfg, gemm)
     link_rate = min(link.ring_bytes_per_s, block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels))
     trigger_s = block.trigger_to_link_s(gpu.mc_clock_GHz) + gpu.dram_latency_ns * 1e-9
@@ -243,52 +260,92 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
     probe = channel.run(channel.load(first, local_stores=True, nmc=True), "alone", 1)
     threshold = cfg.arbiter.threshold or dynamic_threshold(gpu.dram_queue_entries, probe.bank_utilisation)
 
+    # Transfers are pipelined at tile granularity, as the tracker triggers them. A middle
+    # stage's chunk starts leaving once its first tile is written locally, the previous
+    # GPU's first tile of it has arrived and this GPU's link is free; its last tile leaves
+    # after the stage's last local write and the last incoming tile. So the communication a
+    # channel sees in stage s is paced by the GEMM that produces it, at most the link's
+    # rate: the previous GPU's stage-s tiles arriving as updates (s < tp) and, in a middle
+    # stage, the DMA reads of this stage's finished tiles. (Checked against the RTL ring:
+    # ``python -m system_model crosscheck``.)
+    tile_s = tile_bytes / link_rate
+    wave_out = gemm.cus * tile_bytes          # one wave's output tiles
     busy: list[tuple[float, float]] = []
     done: list[float] = []
-    arrival: list[float] = []
+    first_arrival: list[float] = []      # this GPU's chunk of a step: first tile at the next GPU
+    last_arrival: list[float] = []       # ... and its last tile
     timeline = []
     trace = None
     t = 0.0
+    link_free = 0.0
     next_wave = 0
     for s, waves in enumerate(stages, start=1):
         next_wave = max(next_wave, waves.stop)
         local = s > 1                       # stage 1's stores go straight to the next GPU
-        dma = link_rate if 1 < s < tp else 0.0
-        rates = []
         middle = waves[len(waves) // 2] if waves else None
-        for w, n in _runs(gemm, waves):
-            alone = channel.run(channel.load(w, local_stores=local, nmc=True), "alone", threshold)
-            shared = channel.run(channel.load(w, local_stores=local, nmc=True, update_Bps=link_rate,
-                                              dma_Bps=dma, dma_burst_bytes=tile_bytes), policy, threshold)
-            alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
-            t = _advance(t, n * alone_s, shared_s / alone_s, busy)
-            # Each forwarded byte is one DMA read here and one update at the next GPU
-            # (and, by symmetry, one arriving here).
-            served = channel.bytes_per_s(shared.comm_served_per_cycle) / (2 if dma else 1)
-            rates.append(min(link_rate, served))
-            if record and trace is None and dma and w <= middle < w + n:
-                trace = channel.trace(shared, threshold)
-        # A channel that serves communication nothing (a GEMM the arbiter favours
-        # throughout) holds the transfer until the GEMM ends.
-        rate = min(rates) if rates else link_rate
-        contended = chunk / rate if rate > 0 else float("inf")
-        alone_transfer = chunk / link_rate
+        start = t
+        runs = _runs(gemm, waves)
+        alone_s = [channel.run(channel.load(w, local_stores=local, nmc=True), "alone", threshold).cycles / channel.hz
+                   for w, _ in runs]
+        first_wave_s = alone_s[0] if runs else 0.0
+        stage_s = sum(a * n for a, (_, n) in zip(alone_s, runs, strict=True))
         if s == 1:
-            # Stage 1's stores leave as they are produced: the GEMM cannot run ahead of the
-            # link by more than its store buffers, so it waits for the transfer.
-            t = max(t, contended)
-            busy.append((0.0, t))
-            arrival.append(t + latency)
-            timeline.append(("link", "step 1", 0.0, t + latency))
+            fire = first_wave_s
         elif s < tp:
-            fire = max(t, arrival[-1]) + trigger_s
-            end = _transfer_end(fire, t + _remaining_s(gemm, next_wave), contended, alone_transfer)
+            fire = max(link_free, start + first_wave_s + trigger_s,
+                       first_arrival[-1] + trigger_s if first_arrival else 0.0)
+        else:
+            fire = None                     # the last stage only receives what arrived before it
+        end = float("inf")
+        for _ in range(2 if fire is not None else 1):
+            # The communication offered while this stage runs, paced by the GEMM and capped
+            # by the link: a stage of several waves completes a wave of tiles per wave time,
+            # steadily (its last wave's tiles are forwarded during the next stage's first,
+            # as the previous stage's were during its own); a stage of one wave (or less)
+            # completes all its tiles at once, a burst at the link's rate.
+            offered = min(link_rate, chunk / stage_s) if sum(n for _, n in runs) > 1 else link_rate
+            dma = offered if 1 < s < tp else 0.0
+            incoming = offered if s < tp else 0.0
+            around = busy + ([(fire, end)] if fire is not None else [])
+            t = start
+            rates = []
+            for (w, n), solo_s in zip(runs, alone_s, strict=True):
+                shared = channel.run(channel.load(w, local_stores=local, nmc=True, update_Bps=incoming,
+                                                  dma_Bps=dma, dma_burst_bytes=tile_bytes), policy, threshold)
+                shared_s = shared.cycles / channel.hz
+                t = _advance(t, n * solo_s, shared_s / solo_s, around)
+                # Each forwarded byte is one DMA read here and one update at the next GPU
+                # (and, by symmetry, one arriving here).
+                served = channel.bytes_per_s(shared.comm_served_per_cycle) / (2 if dma else 1)
+                rates.append(min(offered, served))
+                if record and trace is None and dma and w <= middle < w + n:
+                    trace = channel.trace(shared, threshold)
+            stage_s = t - start
+            # A channel that serves communication nothing (a GEMM the arbiter favours
+            # throughout) holds the transfer until the GEMM ends.
+            rate = min(rates) if rates else link_rate
+            contended = chunk / rate if rate > 0 else float("inf")
+            if s == 1:
+                # Stage 1's stores leave as they are produced, through a wave's worth of
+                # output buffer: the link ends with the stage's last byte, and the GEMM can be
+                # ahead of it by at most one wave's stage-1 output.
+                buffered = min(chunk, wave_out) / link_rate
+                end = max(first_wave_s + chunk / link_rate, t + buffered)
+                stage1_gemm = max(t, end - buffered)
+            elif s < tp:
+                end = _transfer_end(fire, t + _remaining_s(gemm, next_wave), contended, chunk / link_rate)
+                end = max(end, last_arrival[-1] + trigger_s + tile_s, t + trigger_s + tile_s)
+        if s == 1:
+            t = stage1_gemm
+        if fire is not None:
             busy.append((fire, end))
-            arrival.append(end + latency)
-            timeline.append(("link", f"step {s}", fire, arrival[-1]))
+            first_arrival.append(fire + tile_s + latency)
+            last_arrival.append(end + latency)
+            link_free = end
+            timeline.append(("link", f"step {s}", fire, last_arrival[-1]))
         timeline.append(("GEMM", f"stage {s}", done[-1] if done else 0.0, t))
         done.append(t)
-    rs_done = max(done[-1], arrival[-1]) + block.reducer_write_s(gpu.mc_clock_GHz)
+    rs_done = max(done[-1], last_arrival[-1]) + block.reducer_write_s(gpu.mc_clock_GHz)
     timeline.append(("AG", "all-gather", rs_done, rs_done + ag_s))
 
     rs_alone = (tp - 1) * (chunk / link_rate + trigger_s + latency)
@@ -296,10 +353,9 @@ def _t3(cfg: StudyConfig, shape: GemmShape, tp: int, ag_s: float, ag_traffic, *,
     # for GEMM stages (stage 1's transfer is the stage itself).
     collective_s = sum(end - start for start, end in busy) + (len(busy) - 1) * trigger_s + len(busy) * latency
     traffic = _traffic(gemm.dram_read_bytes, (tp - 1) * chunk, ((tp - 2) * chunk, (tp - 1) * chunk), ag_traffic)
-    base_alone = gemm_alone_s(cfg, gemm_timing(shape, gpu, cfg.kernel, stages=tp), nmc=False)
     return SchemeResult("t3_mca" if policy == "mca" else "t3", rs_done + ag_s, done[-1], traffic,
                         timeline if record else [],
-                        slowdowns={"gemm": done[-1] / base_alone, "collective": collective_s / rs_alone},
+                        slowdowns={"gemm": done[-1] / base_alone_s, "collective": collective_s / rs_alone},
                         trace=trace)
 
 
@@ -387,7 +443,9 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, timeline: bool = Tr
                                      reducer_bytes_per_s=cfg.block.reducer_bytes_per_s(gpu.mc_clock_GHz,
                                                                                         gpu.hbm_channels),
                                      tile_bytes=cfg.kernel.tile_m * cfg.kernel.tile_n * e)
-    rs_link_only = (tp - 1) * (link.link_latency_ns * 1e-9 + chunk / link.ring_bytes_per_s)
+    # The link's bound: it carries tp - 1 chunks, the last one a hop away (a tile-pipelined
+    # RS pays the hop once, not per step).
+    rs_link_only = (tp - 1) * chunk / link.ring_bytes_per_s + link.link_latency_ns * 1e-9
     ag_traffic = (ag.read_bytes, ag.write_bytes)
     software = _traffic(gemm.dram_read_bytes, gemm.dram_write_bytes, (rs_sw.read_bytes, rs_sw.write_bytes),
                         ag_traffic)

@@ -32,12 +32,15 @@ from tb.formal.variants import FIRST_SLICE, load_variant
 
 #: Cycles from reset that every trace is checked over.
 DEPTH = 24
+#: The first slice's deadlock needs no more: a counterexample is found at 18 cycles (and
+#: a shallower search is faster: 8 s against 18 s at DEPTH).
+FIRST_SLICE_DEPTH = 18
 
 
-def check(slice_class, tmp_path, *, false_property: bool = False) -> str:
+def check(slice_class, tmp_path, *, false_property: bool = False, depth: int = DEPTH) -> str:
     harness = SliceLivenessHarness(slice_class, false_property=false_property)
     return run_sat(harness, harness.ports(), tmp_path,
-                   f"sat -seq {DEPTH} -prove-asserts -set-assumes -set-init-zero -show-ports")
+                   f"sat -seq {depth} -prove-asserts -set-assumes -set-init-zero -show-ports")
 
 
 def first_slice_class():
@@ -50,7 +53,7 @@ def test_slice_is_live_within_the_bound(tmp_path):
 
 
 def test_first_slice_deadlocks(tmp_path):
-    log = check(first_slice_class(), tmp_path)
+    log = check(first_slice_class(), tmp_path, depth=FIRST_SLICE_DEPTH)
     assert "SAT proof finished - model found: FAIL!" in log, log[-4000:]
 
 

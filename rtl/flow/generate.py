@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (_gemm_source_for_slice builds a slice only to read its port layouts.)
 """Verilog generation for every RTL block, shared by ``make verilog`` and the benches.
 
 ``python -m rtl.flow.generate [--out DIR] [BLOCK ...]`` writes ``DIR/<block>.v`` for each
@@ -28,6 +30,8 @@ from ..dma_engine import DmaEngine
 from ..dma_path import DmaPath
 from ..dma_table import DmaCommandTable
 from ..fp_add import FpAdder
+from ..gemm_ring import GemmRing
+from ..gemm_source import GemmTrafficSource
 from ..link import LinkModel
 from ..nmc import NearMemoryReducer
 from ..ring import T3Ring
@@ -38,6 +42,13 @@ from ..tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
            "simulation_asserts", "ASSERT_PREFIX", "main"]
+
+
+def _gemm_source_for_slice(**slice_params) -> GemmTrafficSource:
+    """A GEMM traffic source with the ports of a :class:`~rtl.t3_slice.T3Slice` of ``slice_params``."""
+    s = T3Slice(**slice_params)
+    return GemmTrafficSource(gemm_layout=s.gemm_layout, packet_layout=s.packet_layout, addr_width=s.nmc.addr_width,
+                             data_width=s.nmc.beat_width, tile_beats_log2=s.tile_beats_log2)
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,9 @@ BLOCKS: dict[str, Block] = {
               "near-memory reducer: 1024 x 256-bit bank, 16 x binary16 lanes"),
         Block("t3_slice", T3Slice, {}, "T3 memory-controller slice (fp16 x 4 lanes, 256-beat bank)"),
         Block("t3_ring", T3Ring, {"gpus": 4}, "4 T3 slices in a ring (links: 8 cycles, 1 beat / 2 cycles)"),
+        Block("gemm_source", _gemm_source_for_slice, {},
+              "a GEMM's memory traffic at one slice (the default T3 slice's ports)"),
+        Block("gemm_ring", GemmRing, {"gpus": 2}, "2 T3 slices in a ring, each behind a GEMM traffic source"),
         Block("memory_arbiter", MemoryArbiter, {"payload_shape": 16},
               "T3-MCA memory arbiter (16-bit payload for benches)"),
         Block("dma_command_table", DmaCommandTable, {}, "pre-programmed DMA descriptors + issue queue"),

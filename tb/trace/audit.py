@@ -61,6 +61,17 @@ def check_plan(trace: Trace, ports: Ports, stimulus: Stimulus) -> int:
             seen[index] = c
         accepted_cycle[name] = seen
         checked += len(cycles)
+    # Output streams named by a dependency: their k-th handshake of each segment.
+    for name in {d[0] for s in ports.sources for d in stimulus.sources[s].deps if d is not None} - set(ports.sources):
+        fired = trace.np_col(f"{name}__valid").astype(bool) & ~rst
+        if name in ports.sinks:
+            fired &= trace.np_col(f"{name}__ready").astype(bool)
+        seen, position = {}, {}
+        for c in np.flatnonzero(fired).tolist():
+            k = int(segment[c])
+            seen[(k, position.get(k, 0))] = c
+            position[k] = position.get(k, 0) + 1
+        accepted_cycle[name] = seen
     for name in ports.sources:
         source = stimulus.sources[name]
         for index, c in accepted_cycle[name].items():
@@ -68,7 +79,10 @@ def check_plan(trace: Trace, ports: Ports, stimulus: Stimulus) -> int:
             if dep is None:
                 continue
             other, other_index, same_cycle = dep
-            when = accepted_cycle[other].get(other_index)
+            if other in ports.sources:
+                when = accepted_cycle[other].get(other_index)
+            else:     # an output stream: counted within the segment
+                when = accepted_cycle[other].get((int(segment[c]), other_index))
             if when is None or when > c or (when == c and not same_cycle) or segment[when] != segment[c]:
                 trace.fail(c, f"{name} (plan)", f"after {other} transaction {other_index}",
                            f"{other} transaction {other_index} at cycle {when}",

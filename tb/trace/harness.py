@@ -68,10 +68,15 @@ class Ports:
             if required not in self.ports:
                 raise ValueError(f"module {top} has no {required} input")
         names = self.ports
+        # An input ``valid`` without a ``ready`` (a ValidSignature: read data, events) is a
+        # plain input, driven from a control column like any other.
         self.sources = sorted(n[:-7] for n, p in names.items()
-                              if n.endswith("__valid") and p.direction == "input")
+                              if n.endswith("__valid") and p.direction == "input" and f"{n[:-7]}__ready" in names)
         self.sinks = sorted(n[:-7] for n, p in names.items()
                             if n.endswith("__valid") and p.direction == "output" and f"{n[:-7]}__ready" in names)
+        #: Output streams a dependency may name: every sink (counted at ``valid & ready``)
+        #: and every ``valid``-only output (counted at ``valid``: an event port).
+        self.outputs = sorted(n[:-7] for n, p in names.items() if n.endswith("__valid") and p.direction == "output")
         owned = {f"{s}__{f}" for s in self.sources for f in ("valid", "payload", "ready")}
         owned |= {f"{s}__ready" for s in self.sinks}
         self.plain_inputs = sorted(n for n, p in names.items()
@@ -316,7 +321,18 @@ def build_harness(ports: Ports, stimulus: Stimulus,
         drive.insert(len(drive) - len(group), f"    ctrl{k} = ctrl{k}_mem[cycle];")
         files[f"ctrl{k}.hex"] = hex_lines(word, 64)
 
-    stream_ids = {s: k for k, s in enumerate(ports.sources)}
+    # Output streams named by a dependency: counted per segment (from 0 after each reset).
+    watched = sorted({d[0] for src in stimulus.sources.values() for d in src.deps if d is not None}
+                     - set(ports.sources))
+    for name in watched:
+        if name not in ports.outputs:
+            raise ValueError(f"a dependency names {name!r}, which is neither a source nor an output stream of "
+                             f"{ports.top}")
+        if any(d is not None and d[0] == name and d[2] for src in stimulus.sources.values() for d in src.deps):
+            raise ValueError(f"a dependency on the output stream {name!r} cannot be same_cycle")
+    stream_ids = {s: k for k, s in enumerate([*ports.sources, *watched])}
+    if len(stream_ids) > 256:
+        raise ValueError(f"at most 256 streams may be named by dependencies, not {len(stream_ids)}")
     stages = _source_stages(stimulus, ports.sources)
     staged: dict[int, list[str]] = {}
     for s in ports.sources:
@@ -343,6 +359,9 @@ def build_harness(ports: Ports, stimulus: Stimulus,
         staged.setdefault(stages[s], []).append(s)
 
     lines_reset = []
+    for o in watched:
+        decl.append(f"  integer {o}_idx = 0;")
+        lines_reset.append(f"      {o}_idx = 0;")
     for s in ports.sources:
         lines_reset += [f"      {s}_seg_k = {s}_seg_k + 1;", f"      {s}_idx = {s}_seg[{s}_seg_k];",
                         f"      {s}_end = {s}_seg[{s}_seg_k + 1];", f"      {s}_wait = {s}_meta[{s}_idx][15:0];",
@@ -352,7 +371,7 @@ def build_harness(ports: Ports, stimulus: Stimulus,
         cases = []
         for other, k in stream_ids.items():
             same = f" || ({other}_idx == {s}_meta[{s}_idx][63:32] && {s}_meta[{s}_idx][17] && {other}__valid " \
-                   f"&& {other}__ready)" if stages[other] < stages[s] else ""
+                   f"&& {other}__ready)" if other in stages and stages[other] < stages[s] else ""
             cases.append(f"({s}_meta[{s}_idx][31:24] == {k} && ({other}_idx > {s}_meta[{s}_idx][63:32]{same}))")
         return f"(!{s}_meta[{s}_idx][16] || " + " || ".join(cases) + ")"
 
@@ -379,6 +398,10 @@ def build_harness(ports: Ports, stimulus: Stimulus,
     for s in ports.sources:
         accept.append(f"      if ({s}__valid && {s}__ready) begin {s}_offer = 0; {s}_idx = {s}_idx + 1; "
                       f"if ({s}_idx < {s}_end) {s}_wait = {s}_meta[{s}_idx][15:0]; end")
+
+    for o in watched:
+        handshake = f"{o}__valid && {o}__ready" if o in ports.sinks else f"{o}__valid"
+        accept.append(f"      if (!rst && {handshake}) {o}_idx = {o}_idx + 1;")
 
     load_lines = []
     for k, (file, memory, _) in enumerate(loads):

@@ -1,0 +1,253 @@
+# amaranth: UnusedElaboratable=no
+# (The RTL ring is built only to read its timing properties.)
+"""The system model against the verified RTL: the ring running a staged GEMM and its reduce-scatter.
+
+The RTL (:class:`rtl.gemm_ring.GemmRing`, driven by :mod:`tb.gemm_ring.run`) is the ground
+truth of the overlapped case at small scale: one memory-controller slice per GPU, a real
+closed-loop GEMM traffic source, trackers, DMA, arbiters, near-memory reducers and links.
+Here the *same* model code that produces the sublayer study
+(:func:`system_model.schemes.t3_staged`, :func:`system_model.schemes.gemm_alone_s`,
+:func:`system_model.collectives.hardware_reduce_scatter`, the DRAM channel of
+:mod:`system_model.dram_queue`) is configured to that micro-system and asked for its
+cycles; nothing in it is fitted to the RTL's figures.
+
+The micro-system, field by field (each read from the RTL's parameters or properties):
+
+* one channel per GPU (``hbm_channels = 1``) that serves one request per cycle
+  (``hbm_GBps`` = one beat per 1-GHz cycle at efficiency 1), 64-bit requests, the
+  slice's ``read_latency`` as the DRAM latency, its compute queue's depth as the queue's,
+  and ``nmc_update_units = 1`` (the RTL's reducer issues an update per cycle);
+* a link of ``beat_bytes / link_cycles_per_beat`` bytes per cycle one way and the
+  link's latency;
+* the GEMM as its waves: ``tiles_per_wave`` tiles per wave (one per CU), each reading
+  ``read_beats_per_tile`` beats and computing ``read_beats_per_tile * step_cycles``
+  cycles, ``outstanding_reads`` beats of prefetch, stage ``s`` ending with tile
+  ``(s + 1) * tiles_per_stage - 1``;
+* the block timing from the slice's properties (trigger to first egress beat) and the
+  reducer's measured ring-stream rate;
+* the arbiter's threshold and starvation limit.
+
+The schedules compared: ``t3`` (round-robin arbiter), ``t3_mca``, and ``sequential`` =
+the model's ``ideal_rs_nmc`` without its all-gather (the GEMM alone, then T3's hardware
+reduce-scatter), which is what the RTL's sequential schedule runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtl.gemm_ring import GemmRing
+from tb.gemm_ring.scenarios import SCHEDULES, Scenario
+
+from .block_timing import BlockTiming, load_block_timing
+from .collectives import hardware_reduce_scatter
+from .dram_queue import ArbiterConfig
+from .gemm import GemmTiming
+from .hardware import GpuConfig, LinkConfig, SystemConfig
+from .models import GemmShape
+from .schemes import StudyConfig, gemm_alone_s, t3_staged
+
+__all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
+           "compare", "run_rtl", "entries", "violations", "crosscheck_markdown",
+           "CROSSCHECK_JSON", "load_recorded"]
+
+#: Chosen before the first comparison (issue: "RTL–model crosscheck"): the model's total
+#: cycles within 10 % of the RTL's, and its T3-MCA-vs-round-robin difference of the RTL's
+#: sign and within 5 points.
+TOLERANCE_TOTAL = 0.10
+TOLERANCE_MCA_POINTS = 5.0
+#: Added when the first results came in: the RTL's compute-bound GEMMs take exactly the same
+#: cycles under both arbiters, a difference without a sign.
+NO_DIFFERENCE_POINTS = 0.5
+
+CROSSCHECK_JSON = Path(__file__).resolve().parents[1] / "sim_results" / "crosscheck.json"
+
+
+def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, float]:
+    """The model configured to ``scenario``'s RTL ring: the study configuration, the GEMM's
+    waves, one GPU's chunk and one tile, in bytes."""
+    sysm, g = scenario.system, scenario.gemm
+    ring = GemmRing(**sysm.ring_params(g.tiles_per_stage))
+    s, link = ring.ring.slices[0], ring.ring.links[0]
+    beat = s.nmc.beat_width // 8
+    # The latency a compute unit sees: the slice's, request to data, plus the cycle in which
+    # the source counts the beat.
+    latency = s.gemm_read_latency + ring.sources[0].operand_latency
+    gpu = GpuConfig(cus=g.tiles_per_wave, clock_GHz=1.0, fp16_flops_per_cycle_per_cu=1, l2_MB=1.0,
+                    hbm_GBps=beat * s.nmc.requests_per_cycle, hbm_efficiency=1.0, mc_clock_GHz=1.0, hbm_channels=1,
+                    dram_latency_ns=float(latency), dram_queue_entries=sysm.compute_queue_depth,
+                    dram_request_bytes=beat, nmc_update_units=1, mc_reads_first=False)
+    system = SystemConfig("rtl-micro", gpu, LinkConfig(link_bw_GBps=2 * beat / link.cycles_per_beat,
+                                                       link_latency_ns=float(link.latency)),
+                          "the crosscheck's RTL ring (rtl.gemm_ring.GemmRing)")
+    measured = load_block_timing()
+    # Trigger to the first egress beat, less the DMA's bank read (the model adds the
+    # channel's latency for it): the issue register and the tracker, the table's lookup,
+    # the engine's start.
+    block = BlockTiming(trigger_cycles=1 + s.tracker.trigger_latency,
+                        dma_issue_cycles=s.update_to_egress_latency - 1 - s.tracker.trigger_latency - s.read_latency,
+                        reducer_requests_per_cycle=measured.reducer_requests_per_cycle,
+                        reducer_write_cycles=s.nmc.write_latency, reducer_beat_bytes=beat,
+                        source=f"T3Slice properties; reducer rate from {measured.source}")
+    cfg = StudyConfig(system=system, block=block, cu_sharing_cus=1,
+                      arbiter=ArbiterConfig(starvation_limit_cycles=sysm.starvation_limit, threshold=sysm.threshold))
+    tiles = g.tiles(sysm.gpus)
+    waves = math.ceil(tiles / g.tiles_per_wave)
+    wave_tiles = tuple(min(g.tiles_per_wave, tiles - w * g.tiles_per_wave) for w in range(waves))
+    tile_bytes = sysm.tile_beats * beat
+    gemm = GemmTiming(
+        shape=GemmShape(m=tiles * sysm.tile_beats, n=1, k=g.read_beats_per_tile), cus=g.tiles_per_wave, tiles=tiles,
+        tiles_n=1, tile_m=sysm.tile_beats, tile_compute_s=g.compute_cycles_per_tile * 1e-9,
+        out_tile_bytes=tile_bytes, cu_load_bytes_per_tile=g.read_beats_per_tile * beat,
+        wave_reads=tuple(float(n * g.read_beats_per_tile * beat) for n in wave_tiles), wave_tiles=wave_tiles,
+        stage_end_waves=tuple(((s_ + 1) * g.tiles_per_stage - 1) // g.tiles_per_wave for s_ in range(sysm.gpus)),
+        stores_cached=False, prefetch_bytes_per_cu=g.outstanding_reads * beat / g.tiles_per_wave,
+        k_steps_per_tile=g.read_beats_per_tile)
+    return cfg, gemm, g.tiles_per_stage * tile_bytes, tile_bytes
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's cycles for one scenario and schedule (memory-controller cycles)."""
+
+    total_cycles: float
+    gemm_cycles: float
+    bank_utilisation: float | None = None
+
+
+def predict(scenario: Scenario) -> dict[str, Prediction]:
+    """The model's cycles for every schedule of :data:`SCHEDULES`."""
+    cfg, gemm, chunk, tile = micro_study(scenario)
+    n = scenario.system.gpus
+    hz = cfg.system.gpu.mc_clock_GHz * 1e9
+    # The RTL's GEMM always writes near-memory updates (T3's, and the sequential schedule's
+    # into the zeroed buffer), released at the end of each wave.
+    alone = gemm_alone_s(cfg, gemm, nmc=True)
+    out = {}
+    for schedule, policy in (("t3", "round_robin"), ("t3_mca", "mca")):
+        r = t3_staged(cfg, gemm, n, chunk_bytes=chunk, tile_bytes=tile, ag_s=0.0, ag_traffic=(0.0, 0.0),
+                      policy=policy, record=False, base_alone_s=alone)
+        out[schedule] = Prediction(r.time_s * hz, r.gemm_s * hz)
+    gpu, block = cfg.system.gpu, cfg.block
+    rs = hardware_reduce_scatter(chunk * n, n, cfg.system.link, gpu,
+                                 trigger_to_link_s=block.trigger_to_link_s(gpu.mc_clock_GHz),
+                                 reducer_bytes_per_s=block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels),
+                                 tile_bytes=tile)
+    out["sequential"] = Prediction((alone + rs.time_s) * hz, alone * hz)
+    return out
+
+
+def compare(rtl: dict, model: dict[str, Prediction]) -> dict:
+    """Per schedule the RTL's and the model's cycles and the error; the speedups from each."""
+    rows = {}
+    for schedule in SCHEDULES:
+        r, m = rtl[schedule]["total_cycles"], model[schedule].total_cycles
+        rows[schedule] = {"rtl_cycles": r, "model_cycles": round(m, 1), "error": round(m / r - 1, 4),
+                          "rtl_gemm_cycles": rtl[schedule]["gemm_cycles"],
+                          "model_gemm_cycles": round(model[schedule].gemm_cycles, 1)}
+
+    def speedup(source: str, num: str, den: str) -> float:
+        key = "rtl_cycles" if source == "rtl" else "model_cycles"
+        return round(rows[num][key] / rows[den][key], 4)
+    return {"rows": rows,
+            "speedup": {src: {"mca_over_rr": speedup(src, "t3", "t3_mca"),
+                              "t3_over_sequential": speedup(src, "sequential", "t3"),
+                              "mca_over_sequential": speedup(src, "sequential", "t3_mca")} for src in ("rtl", "model")}}
+
+
+def load_recorded(path: Path = CROSSCHECK_JSON) -> dict:
+    """The RTL results recorded by ``make crosscheck`` (``{"runs": [...]}``)."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no recorded RTL results (run make crosscheck)")
+    return json.loads(path.read_text())
+
+
+def crosscheck_markdown(entries: list[dict]) -> str:
+    """The crosscheck table (``entries``: per scenario its label, RTL figures and comparison)."""
+    lines = [
+        "# Crosscheck: the system model against the RTL ring running a staged GEMM + reduce-scatter",
+        "",
+        f"Tolerances (chosen before the first comparison): total cycles within {TOLERANCE_TOTAL:.0%}; "
+        f"T3-MCA vs round-robin difference of the RTL's sign (none when the RTL's is below "
+        f"{NO_DIFFERENCE_POINTS} point) and within {TOLERANCE_MCA_POINTS:.0f} points. "
+        "Cycles are memory-controller cycles from the GEMM's launch to the last GPU's last notify.",
+        "",
+        "| scenario | GPUs | tiles/GPU | schedule | RTL cycles | model cycles | error | RTL GEMM | model GEMM "
+        "| RTL comm wait max | RTL bank util. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        for schedule in SCHEDULES:
+            row, run = e["comparison"]["rows"][schedule], e["rtl"][schedule]
+            lines.append(f"| {e['scenario']} | {e['gpus']} | {e['tiles_per_gpu']} | {schedule} "
+                         f"| {row['rtl_cycles']:,} | {row['model_cycles']:,.0f} | {row['error']:+.1%} "
+                         f"| {row['rtl_gemm_cycles']:,} | {row['model_gemm_cycles']:,.0f} | {run['comm_wait_max']} "
+                         f"| {run['bank_utilisation']:.2f} |")
+    lines += ["", "Speedups (cycles of the slower schedule over the faster one's):", "",
+              "| scenario | GPUs | T3-MCA over T3, RTL | T3-MCA over T3, model | T3 over seq., RTL "
+              "| T3 over seq., model | T3-MCA over seq., RTL | T3-MCA over seq., model |",
+              "|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        r, m = e["comparison"]["speedup"]["rtl"], e["comparison"]["speedup"]["model"]
+        lines.append(f"| {e['scenario']} | {e['gpus']} | {r['mca_over_rr']:.3f}x | {m['mca_over_rr']:.3f}x "
+                     f"| {r['t3_over_sequential']:.3f}x | {m['t3_over_sequential']:.3f}x "
+                     f"| {r['mca_over_sequential']:.3f}x | {m['mca_over_sequential']:.3f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def run_rtl(size: str, *, seed: int = 1, only: str | None = None, gpus: int | None = None,
+            schedules: tuple[str, ...] = SCHEDULES, progress=None) -> list[dict]:
+    """Run the RTL scenarios of ``size`` (needs the trace simulator: Verilator or Icarus)."""
+    from tb.gemm_ring.run import run_scenario
+    from tb.gemm_ring.scenarios import scenarios
+
+    runs = []
+    for sc in scenarios(size):
+        if (only and sc.name != only) or (gpus and sc.system.gpus != gpus):
+            continue
+        for schedule in schedules:
+            runs.append(run_scenario(sc, schedule, seed=seed))
+            if progress:
+                progress(runs[-1])
+    return runs
+
+
+def entries(runs: list[dict], size: str) -> list[dict]:
+    """Per scenario of ``size`` with all its schedules in ``runs``: the RTL figures, the
+    model's prediction and the comparison."""
+    from tb.gemm_ring.scenarios import scenarios
+
+    out = []
+    for sc in scenarios(size):
+        rtl = {r["schedule"]: r for r in runs if r["scenario"] == sc.name and r["gpus"] == sc.system.gpus}
+        if set(rtl) != set(SCHEDULES):
+            continue
+        model = predict(sc)
+        out.append({"scenario": sc.name, "gpus": sc.system.gpus, "tiles_per_gpu": sc.gemm.tiles(sc.system.gpus),
+                    "rtl": rtl, "model": {k: {"total_cycles": round(v.total_cycles, 1),
+                                              "gemm_cycles": round(v.gemm_cycles, 1)} for k, v in model.items()},
+                    "comparison": compare(rtl, model)})
+    return out
+
+
+def violations(entries_: list[dict]) -> list[str]:
+    """Every tolerance the model misses, in words (empty: within tolerance everywhere)."""
+    bad = []
+    for e in entries_:
+        label = f"{e['scenario']}, N={e['gpus']}"
+        for schedule, row in e["comparison"]["rows"].items():
+            if abs(row["error"]) > TOLERANCE_TOTAL:
+                bad.append(f"{label}, {schedule}: model {row['model_cycles']:.0f} vs RTL {row['rtl_cycles']} cycles "
+                           f"({row['error']:+.1%}, tolerance {TOLERANCE_TOTAL:.0%})")
+        rtl, model = (e["comparison"]["speedup"][k]["mca_over_rr"] for k in ("rtl", "model"))
+        rtl_pts, model_pts = 100 * (rtl - 1), 100 * (model - 1)
+        # An RTL difference below NO_DIFFERENCE_POINTS has no sign (compute-bound GEMMs run
+        # exactly the same cycles under both arbiters): only the bound applies.
+        same_sign = abs(rtl_pts) < NO_DIFFERENCE_POINTS or (rtl_pts > 0) == (model_pts > 0)
+        if not same_sign or abs(rtl_pts - model_pts) > TOLERANCE_MCA_POINTS:
+            bad.append(f"{label}: T3-MCA vs round-robin {model_pts:+.1f} points in the model, {rtl_pts:+.1f} in the "
+                       f"RTL (same sign and within {TOLERANCE_MCA_POINTS:.0f} points)")
+    return bad

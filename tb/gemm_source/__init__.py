@@ -1,0 +1,1 @@
+"""Bench of the GEMM traffic source (rtl/gemm_source.py)."""

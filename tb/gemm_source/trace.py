@@ -1,0 +1,164 @@
+"""Trace-driven lock-step run of the GEMM traffic source.
+
+Stimulus: segments between mid-run resets, one cell of the idle / back-pressure matrix
+each (the driver's ``store``, ``remote`` and ``host_read`` streams take the source mode;
+the slice's ``gemm``, ``gemm_remote`` and ``gemm_read`` take the sink mode). Each segment
+draws a GEMM (1-40 tiles, 1-8 per wave, 1-6 k-steps of 1-5 cycles, a buffer of at least
+a wave, some stage-1 tiles), and one segment in five an invalid one (a zero field or a
+buffer smaller than a wave). ``run`` rises a few cycles into the segment. The read data
+comes back as random ``valid`` pulses (the source only counts them). Store payloads are
+random, a tenth of them untracked (a zeroing write, which needs no credit).
+
+Replay: :class:`~tb.gemm_source.model.GemmSourceModel` computes every output of every
+cycle out of reset from the recorded inputs: every ``valid`` and ``ready``, the pass-through
+payloads, the read address, and ``status``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from tb.gemm_source.model import GemmSourceModel, SourceInputs
+from tb.trace.bench import FastPacker, TraceBench
+from tb.trace.check import Trace
+from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
+
+__all__ = ["GemmSourceTrace"]
+
+SOURCES = ("store", "remote", "host_read")
+SINKS = ("gemm", "gemm_remote", "gemm_read")
+
+
+class GemmSourceTrace(TraceBench):
+    label = "gemm_source"
+    block = "gemm_source"
+    cycles = 300_000
+    bins = ("k-step started", "wave released", "operand wait", "store wait (output buffer full)",
+            "read window full (outstanding)", "own read back-pressured", "read-back passed", "untracked store passed",
+            "remote store passed on a credit", "local store passed on a credit", "store passed after done",
+            "configuration error", "GEMM done", "reset mid-GEMM")
+
+    def __init__(self, params: dict | None = None):
+        super().__init__(params)
+        self.source = self.component
+
+    def stimulus(self, rng: random.Random, cycles: int):
+        stim = Stimulus(cycles, list(SOURCES))
+        segments = plan_segments(stim, rng, mean_cycles=3_000, first_cycles=2_000)
+        for sink in SINKS:
+            sink_ready(stim, sink, segments, rng)
+        gen = np.random.default_rng(rng.getrandbits(63))
+        setup_p = FastPacker(self.source.setup_layout)
+        gemm_p = FastPacker(self.source.gemm_layout)
+        run, setup = stim.control("run"), stim.control("setup")
+        rd_valid, rd_payload = stim.control("read_data__valid"), stim.control("read_data__payload")
+        addr_mask = (1 << self.source.signature.members["host_read"].signature.members["payload"].shape.width) - 1
+        for seg in segments:
+            if seg.index:
+                stim.begin_segment()
+            w = rng.randint(1, 8)
+            cfg = {"tiles": rng.randint(1, 40), "tiles_per_wave": w, "read_beats_per_tile": rng.randint(1, 6),
+                   "step_cycles": rng.randint(1, 5), "outstanding_reads": w + rng.randint(0, 20)}
+            cfg["remote_tiles"] = rng.choice((0, rng.randint(0, cfg["tiles"] + 3)))
+            if seg.index % 5 == 4:
+                bad = rng.choice(("tiles", "tiles_per_wave", "read_beats_per_tile", "step_cycles",
+                                  "outstanding_reads"))
+                cfg[bad] = 0 if bad != "outstanding_reads" else w - 1
+            setup[seg.start:seg.end] = setup_p.pack(cfg)
+            run[seg.start + rng.randint(0, 20):seg.end] = 1
+            n = seg.length
+            rd_valid[seg.start:seg.end] = (gen.random(n) < rng.choice((0.3, 0.7, 1.0))).astype(np.uint64)
+            rd_payload[seg.start:seg.end] = gen.integers(0, 1 << 63, n, dtype=np.uint64)
+            beats = self.source.tile_beats
+            remote_beats = min(cfg["remote_tiles"], cfg["tiles"]) * beats
+            local_beats = cfg["tiles"] * beats - remote_beats
+            stores = [rng.random() >= 0.1 for _ in range(local_beats + rng.randint(0, 12))]
+            for tracked in stores:
+                word = gemm_p.pack({"tile": rng.getrandbits(6), "addr": rng.getrandbits(8), "op": rng.getrandbits(1),
+                                    "tracked": int(tracked), "data": rng.getrandbits(64)})
+                stim.sources["store"].add(word, gap=gap_draw(rng, seg.source_mode))
+            for _ in range(remote_beats + rng.randint(0, 4)):
+                stim.sources["remote"].add(rng.getrandbits(self.source.packet_layout.size),
+                                           gap=gap_draw(rng, seg.source_mode))
+            for _ in range(rng.randint(0, 30)):
+                stim.sources["host_read"].add(rng.getrandbits(16) & addr_mask, gap=gap_draw(rng, seg.source_mode))
+        return stim, []
+
+    def replay(self, trace: Trace) -> dict:
+        src = self.source
+        model = GemmSourceModel(addr_width=src.signature.members["gemm_read"].signature.members["payload"].shape.width,
+                                tile_beats_log2=src.tile_beats.bit_length() - 1)
+        setup_p, gemm_p = FastPacker(src.setup_layout), FastPacker(src.gemm_layout)
+        status_p = FastPacker(src.status_layout)
+        col = trace.col
+        rst, run, setup = col("rst"), col("run"), col("setup")
+        v = {s: col(f"{s}__valid") for s in SOURCES + SINKS}
+        r = {s: col(f"{s}__ready") for s in SOURCES + SINKS}
+        pl = {s: col(f"{s}__payload") for s in SOURCES + SINKS}
+        rdv = col("read_data__valid")
+        st = col("status")
+        cover = trace.coverage.counts
+        names = ("gemm.valid", "store.ready", "gemm_remote.valid", "remote.ready", "gemm_read.valid",
+                 "host_read.ready")
+        in_reset, checked = True, 0
+        tracked_shift, tracked_mask = next((off, m) for name, off, m in gemm_p.fields if name == "tracked")
+        for c in range(trace.cycles):
+            if rst[c]:
+                if not in_reset and model.wave_base and not model._derived_done:
+                    cover["reset mid-GEMM"] += 1
+                in_reset = True
+                continue
+            if in_reset:
+                model.reset()
+                in_reset = False
+            cfg = setup_p.unpack(setup[c])
+            i = SourceInputs(run=run[c], setup=cfg, store_valid=v["store"][c],
+                             store_tracked=(pl["store"][c] >> tracked_shift) & tracked_mask,
+                             remote_valid=v["remote"][c], host_read_valid=v["host_read"][c],
+                             host_read_addr=pl["host_read"][c], read_data_valid=rdv[c], gemm_ready=r["gemm"][c],
+                             gemm_remote_ready=r["gemm_remote"][c], gemm_read_ready=r["gemm_read"][c])
+            out = model.outputs(i)
+            trace.compare(c, names, (v["gemm"][c], r["store"][c], v["gemm_remote"][c], r["remote"][c],
+                                     v["gemm_read"][c], r["host_read"][c]),
+                          (out.gemm_valid, out.store_ready, out.gemm_remote_valid, out.remote_ready,
+                           out.gemm_read_valid, out.host_read_ready))
+            if out.gemm_valid:
+                trace.check(c, "gemm.payload", pl["gemm"][c], pl["store"][c])
+            if out.gemm_remote_valid:
+                trace.check(c, "gemm_remote.payload", pl["gemm_remote"][c], pl["remote"][c])
+            if out.gemm_read_valid:
+                trace.check(c, "gemm_read.payload", pl["gemm_read"][c], out.gemm_read_addr)
+            expected = status_p.pack({"done": out.done, "config_error": model.error, **model.status})
+            if st[c] != expected:
+                trace.fail(c, "status", expected, st[c], status_p.diff(st[c], expected))
+            self._cover(cover, model, i, out)
+            model._derived_done = out.done
+            model.step(i)
+            checked += 1
+        trace.checked_cycles = checked
+        trace.stream_fields(names + ("status",))
+        return {}
+
+    @staticmethod
+    def _cover(cover, model, i, out) -> None:
+        cover["k-step started"] += out.can_start
+        cover["wave released"] += out.release
+        if i.run and not model.error and model.wave_base < i.setup["tiles"] and not model.ending \
+                and model.left == 0 and not out.can_start:
+            cover["operand wait"] += 1
+        cover["store wait (output buffer full)"] += out.holding and not out.release
+        if not out.own_read and i.run and not model.error and model.issued < model.consumed + 10 ** 9 \
+                and model.issued < i.setup["tiles"] * i.setup["read_beats_per_tile"] \
+                and (model.issued - model.consumed) >= i.setup["outstanding_reads"] > 0:
+            cover["read window full (outstanding)"] += 1
+        cover["own read back-pressured"] += out.own_read and not i.gemm_read_ready
+        cover["read-back passed"] += out.host_read_ready and i.host_read_valid
+        store_moves = i.store_valid and out.store_ready
+        cover["untracked store passed"] += store_moves and not i.store_tracked and model.local_credit == 0
+        cover["local store passed on a credit"] += store_moves and i.store_tracked and model.local_credit != 0
+        cover["store passed after done"] += store_moves and out.done and model.local_credit == 0 and i.store_tracked
+        cover["remote store passed on a credit"] += i.remote_valid and out.remote_ready and model.remote_credit != 0
+        cover["configuration error"] += model.error
+        cover["GEMM done"] += out.done

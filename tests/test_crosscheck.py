@@ -1,0 +1,135 @@
+# amaranth: UnusedElaboratable=no
+"""The system model against the RTL ring's recorded results (``make crosscheck``), without a
+simulator: every full-size scenario and schedule is recorded, the model (run now) is within
+the tolerances chosen before the first comparison, and the committed table is current."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rtl.gemm_ring import GemmRing
+from system_model import crosscheck as xc
+from system_model.collectives import hardware_reduce_scatter
+from system_model.hardware import GpuConfig, LinkConfig
+from tb.gemm_ring.scenarios import SCHEDULES, MicroGemm, MicroSystem, scenarios
+
+RECORDED = xc.load_recorded()
+
+
+def test_tolerances_are_the_issues():
+    """10 % on total cycles; 5 points on the T3-MCA vs round-robin difference."""
+    assert xc.TOLERANCE_TOTAL == 0.10 and xc.TOLERANCE_MCA_POINTS == 5.0
+
+
+def test_every_full_scenario_is_recorded():
+    assert RECORDED["size"] == "full"
+    recorded = {(r["scenario"], r["gpus"], r["schedule"]) for r in RECORDED["runs"]}
+    wanted = {(s.name, s.system.gpus, k) for s in scenarios("full") for k in SCHEDULES}
+    assert recorded == wanted
+    assert {s.system.gpus for s in scenarios("full")} == {4, 8}
+    assert all(r["tiles_per_gpu"] >= 256 for r in xc.entries(RECORDED["runs"], "full"))
+
+
+def test_model_within_tolerance_of_the_rtl():
+    found = xc.entries(RECORDED["runs"], "full")
+    assert len(found) == len(scenarios("full"))
+    assert xc.violations(found) == []
+
+
+def test_committed_table_is_current():
+    """sim_results/crosscheck.md is what the model says now about the recorded RTL runs."""
+    table = xc.crosscheck_markdown(xc.entries(RECORDED["runs"], "full"))
+    assert (xc.CROSSCHECK_JSON.parent / "crosscheck.md").read_text() == table
+
+
+def test_violations_catch_each_miss():
+    """The checker fails on an error over 10 %, on an opposite sign, and on a gap over 5 points."""
+    def entry(rr_rtl, mca_rtl, rr_model, mca_model):
+        rtl = {"t3": {"total_cycles": rr_rtl, "gemm_cycles": 1}, "t3_mca": {"total_cycles": mca_rtl, "gemm_cycles": 1},
+               "sequential": {"total_cycles": 2000, "gemm_cycles": 1}}
+        model = {"t3": xc.Prediction(rr_model, 1), "t3_mca": xc.Prediction(mca_model, 1),
+                 "sequential": xc.Prediction(2000, 1)}
+        return {"scenario": "x", "gpus": 4, "comparison": xc.compare(rtl, model)}
+    assert xc.violations([entry(1000, 1000, 1005, 1000)]) == []
+    assert any("t3:" in v for v in xc.violations([entry(1000, 1000, 1101, 1101)]))
+    assert any("points" in v for v in xc.violations([entry(1000, 1030, 1000, 980)]))     # opposite sign
+    assert any("points" in v for v in xc.violations([entry(1100, 1000, 1000, 1000)]))    # 10 points apart
+    assert xc.violations([entry(1000, 1000, 1040, 1000)]) == []                         # RTL: no difference
+
+
+def test_micro_system_reads_the_rtl():
+    """The model's micro-system comes from the RTL's parameters and properties."""
+    for sc in scenarios("full"):
+        cfg, gemm, chunk, tile = xc.micro_study(sc)
+        ring = GemmRing(**sc.system.ring_params(sc.gemm.tiles_per_stage))
+        s, link = ring.ring.slices[0], ring.ring.links[0]
+        gpu = cfg.system.gpu
+        assert gpu.dram_latency_ns == s.gemm_read_latency + ring.sources[0].operand_latency
+        assert gpu.channel_requests_per_cycle == pytest.approx(float(s.nmc.requests_per_cycle))
+        assert gpu.dram_queue_entries == sc.system.compute_queue_depth
+        assert cfg.system.link.ring_bytes_per_s == pytest.approx(s.nmc.beat_width / 8 / link.cycles_per_beat * 1e9)
+        assert cfg.system.link.link_latency_ns == link.latency
+        assert (cfg.block.trigger_cycles + cfg.block.dma_issue_cycles + s.read_latency
+                == s.update_to_egress_latency)
+        assert gemm.tiles == sc.gemm.tiles(sc.system.gpus) and gemm.cus == sc.gemm.tiles_per_wave
+        assert gemm.tile_compute_s * 1e9 == pytest.approx(sc.gemm.compute_cycles_per_tile)
+        assert chunk == sc.gemm.tiles_per_stage * tile
+        assert cfg.arbiter.starvation_limit_cycles == sc.system.starvation_limit
+
+
+def test_hardware_reduce_scatter_is_pipelined_across_steps():
+    """T3's RS pays a hop's latency once when a chunk outlasts a hop, once per step when not."""
+    gpu = GpuConfig(cus=2, clock_GHz=1, fp16_flops_per_cycle_per_cu=1, l2_MB=1, hbm_GBps=8, hbm_efficiency=1,
+                    mc_clock_GHz=1, hbm_channels=1, dram_latency_ns=10, dram_request_bytes=8, nmc_update_units=1)
+    link = LinkConfig(link_bw_GBps=4, link_latency_ns=100)      # 2 bytes per ns one way
+    n, tile = 8, 32
+
+    def rs(chunk):
+        return hardware_reduce_scatter(chunk * n, n, link, gpu, trigger_to_link_s=5e-9, reducer_bytes_per_s=1e12,
+                                       tile_bytes=tile).time_s * 1e9
+    hop = tile / 2 + 100 + 5 + 10
+    big = 64 * 1024
+    assert rs(big) == pytest.approx((n - 1) * big / 2 + 5 + 10 + 100)
+    assert rs(tile) == pytest.approx(15 + (n - 2) * hop + tile / 2 + 100)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "system_model", "crosscheck", *args], capture_output=True, text=True)
+
+
+def test_cli_reads_the_recorded_results(tmp_path):
+    result = run_cli("--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "within tolerance on every scenario" in result.stdout
+    assert "| memory_heavy | 8 |" in result.stdout
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "--recorded: no such file"),
+    ({"runs": []}, "not a crosscheck record (no 'size')"),
+    ({"size": "full", "runs": []}, "no scenario has all of its RTL runs"),
+])
+def test_cli_errors_are_one_line(tmp_path, content, message):
+    path = tmp_path / "record.json"
+    if content is not None:
+        path.write_text(json.dumps(content))
+    result = run_cli("--recorded", str(path))
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: MicroGemm(tiles_per_stage=0), "tiles_per_stage must be between 1 and 512, not 0"),
+    (lambda: MicroGemm(tiles_per_stage=8, tiles_per_wave=1), "tiles_per_wave must be between 2 and 64, not 1"),
+    (lambda: MicroGemm(tiles_per_stage=8, tiles_per_wave=8, outstanding_reads=7),
+     "outstanding_reads must be between 8 and 1023, not 7"),
+    (lambda: MicroSystem(gpus=1), "gpus must be between 2 and 16, not 1"),
+    (lambda: MicroSystem(gpus=4, link_cycles_per_beat=0), "link_cycles_per_beat must be between 1 and 64, not 0"),
+])
+def test_bad_scenario_parameters(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
