@@ -48,8 +48,9 @@ cxx: ## Install g++, make and perl with apt-get if missing (Verilator's trace ru
 	    echo "warning: g++ is missing: the trace runs fall back to Icarus (slow); install g++ make perl"; \
 	  fi; }
 
-test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches (SEED=, WAVES=1, SIM=)
-	$(PY) -m pytest
+TEST_JOBS ?= auto
+test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches, one worker per core (SEED=, WAVES=1, SIM=, TEST_JOBS=)
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
 soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, then every cocotb matrix cell and the big ring regressions (SEED=)
 	$(PY) -m tb.trace.soak --total 10000000

@@ -3,7 +3,8 @@
 * Prints the base seed of every randomised test (cocotb benches and hypothesis) in the
   header; ``SEED=<n>`` replays a whole run.
 * Prints the cycle counts of the cocotb benches and the trace runs, and the trace runs'
-  functional coverage, at the end.
+  functional coverage, at the end (under pytest-xdist, as ``make test`` runs, each worker
+  hands its figures to the controller).
 """
 
 import pytest
@@ -22,6 +23,34 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     return f"randomised tests: SEED={base_seed()} (set SEED=<n> to replay, cocotb and hypothesis alike)"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """On a pytest-xdist worker: hand this worker's figures and coverage to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is None:
+        return
+    from tb.common.stats import SESSION_STATS
+    from tb.trace.coverage_summary import SESSION_COVERAGE
+
+    workeroutput["t3_stats"] = SESSION_STATS
+    workeroutput["t3_coverage"] = {label: dict(cov.counts) for label, cov in SESSION_COVERAGE.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the xdist controller: add up what each worker ran (make test runs one per core)."""
+    from tb.common.stats import add_stats
+    from tb.trace.check import Coverage
+    from tb.trace.coverage_summary import add_coverage
+
+    output = getattr(node, "workeroutput", {})
+    for block, totals in output.get("t3_stats", {}).items():
+        add_stats(block, **totals)
+    for label, counts in output.get("t3_coverage", {}).items():
+        coverage = Coverage(label, counts)
+        coverage.counts.update(counts)
+        add_coverage(coverage)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

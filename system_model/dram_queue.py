@@ -327,7 +327,7 @@ def save_cache(path: Path | None = CACHE_FILE) -> int:
         return 0
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")     # parallel test workers each write their own
         tmp.write_bytes(pickle.dumps((_version(), dict(_STORE)), protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)
     except OSError:

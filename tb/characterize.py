@@ -147,12 +147,14 @@ def reducer_write_latency() -> int:
 def ring_bank_streams(cycles: int = 40_000, seed: int = 11) -> tuple[list[list[tuple[int, int]]], dict]:
     """Every bank write of the 4-GPU ring trace run (GEMM stores and updates, remote updates,
     the zeroing stores), per GPU in grant order; and the hazard waits seen in the ring."""
+    from tb.common.runner import REPO_ROOT
     from tb.ring.trace import RingTrace
     from tb.trace.bench import run_trace
 
     bench = RingTrace()
     bench.bank_writes = []
-    run_trace(bench, cycles=cycles, seed=seed)
+    # Its own folder: make test runs the ring's own trace test beside this one.
+    run_trace(bench, cycles=cycles, seed=seed, folder=REPO_ROOT / "sim_build" / "trace" / "ring-characterize")
     streams: list[list[tuple[int, int]]] = [[] for _ in range(bench.gpus)]
     for gpu, _, addr, op in bench.bank_writes:
         streams[gpu].append((addr, 1 if op == 1 else 0))

@@ -468,7 +468,17 @@ def trace_simulator() -> str:
 
 
 def _compile(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
-    """Compile harness + DUT in ``folder`` unless an identical build is there."""
+    """Compile harness + DUT in ``folder`` unless an identical build is there (under a file
+    lock: ``make test`` runs test files in parallel processes)."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _compile_locked(folder, dut_verilog, harness, simulator)
+
+
+def _compile_locked(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
     sources = {"dut.v": dut_verilog, "harness.v": harness}
     digest = hashlib.sha256((simulator + "".join(sources.values())).encode()).hexdigest()
     stamp = folder / "sources.sha256"
