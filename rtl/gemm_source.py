@@ -32,7 +32,9 @@ class GemmTrafficSource(wiring.Component):
     and then computes for ``step_cycles`` cycles, so a tile computes for
     ``read_beats_per_tile * step_cycles`` cycles and reads ``read_beats_per_tile`` beats.
 
-    Behaviour, every cycle, while ``run`` is high and the configuration is valid:
+    Behaviour, every cycle, once ``run`` has risen with a valid configuration (while ``run``
+    is low again the compute units pause: no k-step starts and no wave releases its stores;
+    reads, read-backs and the stores already released go on, so an offer is never withdrawn):
 
     * **Reads.** Operand reads are issued on ``gemm_read`` in order, one per cycle at most,
       to addresses ``0, 1, 2, ...`` (modulo the bank), for the current wave only (a wave's
@@ -61,7 +63,7 @@ class GemmTrafficSource(wiring.Component):
       to ``gemm_read`` (a read-back of the result).
 
     ``done`` is high once every wave has released its stores and every released beat has
-    passed. A configuration with ``tiles``, ``tiles_per_wave``, ``read_beats_per_tile`` or
+    passed, and stays high (a pause included) until reset. A configuration with ``tiles``, ``tiles_per_wave``, ``read_beats_per_tile`` or
     ``step_cycles`` zero, or ``outstanding_reads < tiles_per_wave`` (a wave could never
     gather its beats), sets the sticky ``status.config_error`` when ``run`` rises and the
     GEMM does nothing. The ``setup`` inputs must not change while ``run`` is high.
@@ -137,15 +139,19 @@ class GemmTrafficSource(wiring.Component):
         with m.If(self.run & ~run_prev & invalid):
             m.d.sync += error.eq(1)
         active = self.run & ~error & ~(~run_prev & invalid)
+        launched = Signal()             # the GEMM has started: reads and ``done`` go on through a pause
+        with m.If(active):
+            m.d.sync += launched.eq(1)
+        going = active | (launched & ~error)
 
         # -- reads ---------------------------------------------------------------------------
         total_reads = Signal(reads_width)
         m.d.comb += total_reads.eq(cfg.tiles * cfg.read_beats_per_tile)
         issued, consumed, arrived = Signal(reads_width), Signal(reads_width), Signal(reads_width)
         wave_reads_end = Signal(reads_width)      # reads of the waves started so far
-        own_valid = (active & (issued < total_reads) & (issued < wave_reads_end)
+        own_valid = (going & (issued < total_reads) & (issued < wave_reads_end)
                      & ((issued - consumed)[:reads_width] < cfg.outstanding_reads))
-        all_arrived = active & (arrived == total_reads)
+        all_arrived = going & (arrived == total_reads)
         host_pass = all_arrived & (issued == total_reads)
         m.d.comb += [
             self.gemm_read.valid.eq(own_valid | (host_pass & self.host_read.valid)),
@@ -154,7 +160,7 @@ class GemmTrafficSource(wiring.Component):
         ]
         with m.If(own_valid & self.gemm_read.ready):
             m.d.sync += issued.eq(issued + 1)
-        with m.If(self.read_data.valid & active & (arrived < issued)):
+        with m.If(self.read_data.valid & (arrived < issued)):
             m.d.sync += arrived.eq(arrived + 1)
 
         # -- compute -------------------------------------------------------------------------
@@ -181,7 +187,7 @@ class GemmTrafficSource(wiring.Component):
         local_credit, remote_credit = Signal(credit_width), Signal(credit_width)
         drained = (local_credit == 0) & (remote_credit == 0)
         release = holding & drained
-        done = active & (wave_base == cfg.tiles) & drained
+        done = launched & ~error & (wave_base == cfg.tiles) & drained
 
         with m.If(left != 0):
             m.d.sync += left.eq(left - 1)

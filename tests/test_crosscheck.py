@@ -55,7 +55,8 @@ def test_violations_catch_each_miss():
                  "sequential": xc.Prediction(2000, 1)}
         return {"scenario": "x", "gpus": 4, "comparison": xc.compare(rtl, model)}
     assert xc.violations([entry(1000, 1000, 1005, 1000)]) == []
-    assert any("t3:" in v for v in xc.violations([entry(1000, 1000, 1101, 1101)]))
+    assert any("t3:" in v for v in xc.violations([entry(1000, 1000, 1101, 1101)]))    # model too slow
+    assert any("t3:" in v for v in xc.violations([entry(1000, 1000, 899, 899)]))      # model too fast
     assert any("points" in v for v in xc.violations([entry(1000, 1030, 1000, 980)]))     # opposite sign
     assert any("points" in v for v in xc.violations([entry(1100, 1000, 1000, 1000)]))    # 10 points apart
     assert xc.violations([entry(1000, 1000, 1040, 1000)]) == []                         # RTL: no difference
@@ -106,6 +107,27 @@ def test_cli_reads_the_recorded_results(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "within tolerance on every scenario" in result.stdout
     assert "| memory_heavy | 8 |" in result.stdout
+
+
+def test_cli_fails_when_the_model_misses(tmp_path):
+    """The recorded runs made 1.5x longer: the table still prints, the exit status is 1."""
+    slow = dict(RECORDED, runs=[{**r, "total_cycles": int(r["total_cycles"] * 1.5)} for r in RECORDED["runs"]])
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(slow))
+    result = run_cli("--recorded", str(path))
+    assert result.returncode == 1
+    assert "outside tolerance" in result.stdout
+
+
+def test_replay_line_is_a_command_the_cli_takes():
+    from system_model.cli import _parser
+    from tb.gemm_ring.run import replay_line
+
+    sc = scenarios("quick")[0]
+    line = replay_line(sc, "t3_mca", 7)
+    args = _parser().parse_args(line.split("python -m system_model ", 1)[1].split())
+    assert (args.rtl, args.size, args.only, args.gpus, args.schedule, args.seed) == (
+        True, "quick", sc.name, sc.system.gpus, "t3_mca", 7)
 
 
 @pytest.mark.parametrize(("content", "message"), [

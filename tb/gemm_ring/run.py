@@ -47,7 +47,7 @@ from tb.trace.stimulus import Stimulus
 from .scenarios import Scenario
 from .schedule import make_schedules
 
-__all__ = ["run_scenario", "harness_cycles"]
+__all__ = ["run_scenario", "harness_cycles", "replay_line"]
 
 
 def harness_cycles(scenario: Scenario, launch: int) -> int:
@@ -61,6 +61,12 @@ def harness_cycles(scenario: Scenario, launch: int) -> int:
     link = (sysm.gpus - 1) * (g.tiles_per_stage * sysm.tile_beats * sysm.link_cycles_per_beat + 4 * sysm.link_latency)
     return 1 << (launch + waves * wave + link).bit_length()
 MCA, ROUND_ROBIN = 0, 1
+
+
+def replay_line(scenario: Scenario, schedule: str, seed: int) -> str:
+    """The command that repeats one run."""
+    return (f"replay: python -m system_model crosscheck --rtl --size {scenario.size} --only {scenario.name} "
+            f"--gpus {scenario.system.gpus} --schedule {schedule} --seed {seed}")
 
 
 def _launch_cycle(scenario: Scenario, params: dict, tiles: int) -> int:
@@ -83,8 +89,7 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
     ring = GemmRing(**params)
     s = ring.ring.slices[0]
     simulator = simulator or trace_simulator()
-    replay = (f"replay: python -m system_model crosscheck --rtl --only '{scenario.name}' --gpus {n} "
-              f"--schedule {schedule} --seed {seed}")
+    replay = replay_line(scenario, schedule, seed)
     started = time.perf_counter()
     verilog = to_verilog("gemm_ring", simulation=True, **params)
     ports = Ports(verilog, "gemm_ring")

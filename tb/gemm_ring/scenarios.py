@@ -100,13 +100,19 @@ class Scenario:
     name: str
     system: MicroSystem
     gemm: MicroGemm
+    #: The size set it belongs to (:func:`scenarios`), for the replay line.
+    size: str = "full"
 
     @property
     def label(self) -> str:
         return f"{self.name}, N={self.system.gpus}"
 
 
-def _regimes(gpus: int, tiles_per_stage: int) -> list[Scenario]:
+def _regimes(gpus: int, tiles_per_stage: int, size: str) -> list[Scenario]:
+    return [replace(s, size=size) for s in _regime_list(gpus, tiles_per_stage)]
+
+
+def _regime_list(gpus: int, tiles_per_stage: int) -> list[Scenario]:
     base = MicroSystem(gpus=gpus)
     return [
         Scenario("compute_bound", base, MicroGemm(tiles_per_stage, read_beats_per_tile=4, step_cycles=32)),
@@ -120,7 +126,7 @@ def _regimes(gpus: int, tiles_per_stage: int) -> list[Scenario]:
 def scenarios(size: str = "full") -> list[Scenario]:
     """The scenarios of ``size`` ("full": 256 tiles per GPU on 4 and 8 GPUs; "quick": 64 on 4)."""
     if size == "full":
-        return _regimes(4, 64) + _regimes(8, 32)
+        return _regimes(4, 64, size) + _regimes(8, 32, size)
     if size == "quick":
-        return _regimes(4, 16)
+        return _regimes(4, 16, size)
     raise ValueError(f"size must be 'full' or 'quick', not {size!r}")

@@ -9,6 +9,7 @@ import functools
 import pytest
 
 from tb.common.seeds import derive_seed
+from tb.common.stats import add_stats
 from tb.gemm_ring.scenarios import SCHEDULES, scenarios
 
 SCENARIO = next(s for s in scenarios("quick") if s.name == "memory_heavy")
@@ -20,7 +21,10 @@ def _run(schedule: str) -> dict:
 
     seed = derive_seed("gemm_ring", SCENARIO.name, schedule)
     print(f"gemm_ring {SCENARIO.label} {schedule}: data seed {seed}")
-    return run_scenario(SCENARIO, schedule, seed=seed)
+    figures = run_scenario(SCENARIO, schedule, seed=seed)
+    add_stats("gemm_ring (staged GEMM + RS)", runs=1, cycles=figures["total_cycles"] + figures["launch_cycle"],
+              words_bit_exact=figures["words_checked"])
+    return figures
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)

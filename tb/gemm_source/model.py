@@ -54,7 +54,7 @@ class GemmSourceModel:
         self.reset()
 
     def reset(self) -> None:
-        self.error = self.run_prev = 0
+        self.error = self.run_prev = self.launched = 0
         self.issued = self.consumed = self.arrived = 0
         self.wave_base = self.step_index = self.left = self.ending = 0
         self.local_credit = self.remote_credit = 0
@@ -69,19 +69,20 @@ class GemmSourceModel:
     def _derived(self, i: SourceInputs) -> dict:
         cfg = i.setup
         active = bool(i.run and not self.error and not (not self.run_prev and self.invalid(cfg)))
+        going = active or bool(self.launched and not self.error)     # reads go on through a pause
         total = cfg["tiles"] * cfg["read_beats_per_tile"]
         wave_tiles = min(cfg["tiles_per_wave"], max(0, cfg["tiles"] - self.wave_base))
         wave_remote = min(max(0, cfg["remote_tiles"] - self.wave_base), wave_tiles)
         window = (self.wave_base + wave_tiles) * cfg["read_beats_per_tile"]
         buffered_out = (self.issued - self.consumed) & self.reads_mask
-        own = active and self.issued < total and self.issued < window and buffered_out < cfg["outstanding_reads"]
-        host_pass = active and self.arrived == total and self.issued == total
+        own = going and self.issued < total and self.issued < window and buffered_out < cfg["outstanding_reads"]
+        host_pass = going and self.arrived == total and self.issued == total
         waves_left = active and self.wave_base < cfg["tiles"]
         idle_unit = waves_left and not self.ending and self.left == 0
         can_start = idle_unit and ((self.arrived - self.consumed) & self.reads_mask) >= wave_tiles
         holding = active and self.ending and self.left == 0
         drained = self.local_credit == 0 and self.remote_credit == 0
-        done = active and self.wave_base == cfg["tiles"] and drained
+        done = bool(self.launched and not self.error and self.wave_base == cfg["tiles"] and drained)
         return dict(active=active, total=total, wave_tiles=wave_tiles, wave_remote=wave_remote, own=own,
                     host_pass=host_pass, idle_unit=idle_unit, can_start=can_start, holding=holding,
                     release=holding and drained, drained=drained, done=done)
@@ -106,8 +107,10 @@ class GemmSourceModel:
         st = self.status
         if i.run and not self.run_prev and self.invalid(cfg):
             self.error = 1
+        if d["active"]:
+            self.launched = 1
         self.run_prev = i.run
-        if i.read_data_valid and d["active"] and self.arrived < self.issued:   # reads issued before this edge
+        if i.read_data_valid and self.arrived < self.issued:   # reads issued before this edge, paused or not
             self.arrived = (self.arrived + 1) & self.reads_mask
         if d["own"] and i.gemm_read_ready:
             self.issued = (self.issued + 1) & self.reads_mask

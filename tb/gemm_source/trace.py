@@ -11,7 +11,12 @@ random, a tenth of them untracked (a zeroing write, which needs no credit).
 
 Replay: :class:`~tb.gemm_source.model.GemmSourceModel` computes every output of every
 cycle out of reset from the recorded inputs: every ``valid`` and ``ready``, the pass-through
-payloads, the read address, and ``status``.
+payloads, the read address, and ``status``. Beside it, spec-level checks from the ports
+alone (a flaw the model and the RTL shared would not pass them): the GEMM's own reads go
+to 0, 1, 2, ... and number at most ``tiles x read_beats_per_tile``; a read-back passes only
+after as many read-data beats as own reads; tracked local and remote stores passed before
+``done`` are at most the credits the GEMM can give (its local and stage-1 tiles' beats); no
+store passes before ``run`` first rises, but untracked ones; ``done`` never falls.
 """
 
 from __future__ import annotations
@@ -59,8 +64,13 @@ class GemmSourceTrace(TraceBench):
             if seg.index:
                 stim.begin_segment()
             w = rng.randint(1, 8)
-            cfg = {"tiles": rng.randint(1, 40), "tiles_per_wave": w, "read_beats_per_tile": rng.randint(1, 6),
-                   "step_cycles": rng.randint(1, 5), "outstanding_reads": w + rng.randint(0, 20)}
+            # Mostly small GEMMs that finish within a segment; a quarter with long k-steps or
+            # many reads per tile (the counters' upper bits: the crosscheck's GEMMs use 32-cycle
+            # steps and 10 reads per tile).
+            cfg = {"tiles": rng.randint(1, 40), "tiles_per_wave": w,
+                   "read_beats_per_tile": rng.randint(1, 6) if rng.random() < 0.75 else rng.randint(7, 24),
+                   "step_cycles": rng.randint(1, 5) if rng.random() < 0.75 else rng.randint(6, 300),
+                   "outstanding_reads": w + rng.randint(0, 20)}
             cfg["remote_tiles"] = rng.choice((0, rng.randint(0, cfg["tiles"] + 3)))
             if seg.index % 5 == 4:
                 bad = rng.choice(("tiles", "tiles_per_wave", "read_beats_per_tile", "step_cycles",
@@ -68,6 +78,9 @@ class GemmSourceTrace(TraceBench):
                 cfg[bad] = 0 if bad != "outstanding_reads" else w - 1
             setup[seg.start:seg.end] = setup_p.pack(cfg)
             run[seg.start + rng.randint(0, 20):seg.end] = 1
+            for _ in range(rng.choice((0, 0, 1, 3))):      # pauses: run low for a while, reads in flight
+                pause = rng.randint(seg.start + 30, max(seg.start + 31, seg.end - 60))
+                run[pause:pause + rng.randint(1, 40)] = 0
             n = seg.length
             rd_valid[seg.start:seg.end] = (gen.random(n) < rng.choice((0.3, 0.7, 1.0))).astype(np.uint64)
             rd_payload[seg.start:seg.end] = gen.integers(0, 1 << 63, n, dtype=np.uint64)
@@ -104,6 +117,7 @@ class GemmSourceTrace(TraceBench):
                  "host_read.ready")
         in_reset, checked = True, 0
         tracked_shift, tracked_mask = next((off, m) for name, off, m in gemm_p.fields if name == "tracked")
+        spec = None
         for c in range(trace.cycles):
             if rst[c]:
                 if not in_reset and model.wave_base and not model._derived_done:
@@ -113,6 +127,7 @@ class GemmSourceTrace(TraceBench):
             if in_reset:
                 model.reset()
                 in_reset = False
+                spec = _SpecCheck(trace, src.tile_beats, model.addr_mask)
             cfg = setup_p.unpack(setup[c])
             i = SourceInputs(run=run[c], setup=cfg, store_valid=v["store"][c],
                              store_tracked=(pl["store"][c] >> tracked_shift) & tracked_mask,
@@ -133,6 +148,9 @@ class GemmSourceTrace(TraceBench):
             expected = status_p.pack({"done": out.done, "config_error": model.error, **model.status})
             if st[c] != expected:
                 trace.fail(c, "status", expected, st[c], status_p.diff(st[c], expected))
+            spec.cycle(c, i, v["gemm_read"][c] and r["gemm_read"][c], pl["gemm_read"][c], v["host_read"][c]
+                       and r["host_read"][c], v["gemm"][c] and r["gemm"][c], v["gemm_remote"][c]
+                       and r["gemm_remote"][c], st[c] & 1)
             self._cover(cover, model, i, out)
             model._derived_done = out.done
             model.step(i)
@@ -162,3 +180,41 @@ class GemmSourceTrace(TraceBench):
         cover["remote store passed on a credit"] += i.remote_valid and out.remote_ready and model.remote_credit != 0
         cover["configuration error"] += model.error
         cover["GEMM done"] += out.done
+
+
+class _SpecCheck:
+    """Spec-level properties of one segment, from the ports alone (no model state)."""
+
+    def __init__(self, trace: Trace, beats: int, addr_mask: int):
+        self.trace, self.beats, self.addr_mask = trace, beats, addr_mask
+        self.own = self.data = self.local = self.remote = 0
+        self.ran = self.done = False
+
+    def cycle(self, c, i, read_moved, read_addr, host_moved, store_moved, remote_moved, done) -> None:
+        cfg, trace = i.setup, self.trace
+        self.ran |= bool(i.run)
+        if self.done and not done:
+            trace.fail(c, "status.done (spec)", 1, 0, "done fell")
+        self.done |= bool(done)
+        if read_moved and not host_moved:
+            if read_addr != self.own & self.addr_mask:
+                trace.fail(c, "gemm_read.payload (spec)", self.own & self.addr_mask, read_addr, "own reads in order")
+            self.own += 1
+            if self.own > cfg["tiles"] * cfg["read_beats_per_tile"]:
+                trace.fail(c, "gemm_read (spec)", "at most tiles x reads per tile", self.own)
+        if host_moved and self.data < self.own:
+            trace.fail(c, "host_read (spec)", f"after {self.own} read-data beats", self.data)
+        tiles = cfg["tiles"]
+        remote_tiles = min(cfg["remote_tiles"], tiles)
+        if store_moved and i.store_tracked and not done:
+            if not self.ran:
+                trace.fail(c, "gemm (spec)", "no tracked store before run", "a tracked store")
+            self.local += 1
+            if self.local > (tiles - remote_tiles) * self.beats:
+                trace.fail(c, "gemm (spec)", "at most the local tiles' beats before done", self.local)
+        if remote_moved and not done:
+            self.remote += 1
+            if self.remote > remote_tiles * self.beats:
+                trace.fail(c, "gemm_remote (spec)", "at most the stage-1 tiles' beats before done", self.remote)
+        if i.read_data_valid and self.data < self.own:
+            self.data += 1
