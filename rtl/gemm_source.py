@@ -63,10 +63,11 @@ class GemmTrafficSource(wiring.Component):
       to ``gemm_read`` (a read-back of the result).
 
     ``done`` is high once every wave has released its stores and every released beat has
-    passed, and stays high (a pause included) until reset. A configuration with ``tiles``, ``tiles_per_wave``, ``read_beats_per_tile`` or
-    ``step_cycles`` zero, or ``outstanding_reads < tiles_per_wave`` (a wave could never
-    gather its beats), sets the sticky ``status.config_error`` when ``run`` rises and the
-    GEMM does nothing. The ``setup`` inputs must not change while ``run`` is high.
+    passed, and stays high (a pause included) until reset. A configuration with ``tiles``,
+    ``tiles_per_wave``, ``read_beats_per_tile`` or ``step_cycles`` zero, or
+    ``outstanding_reads < tiles_per_wave`` (a wave could never gather its beats), sets the
+    sticky ``status.config_error`` when ``run`` rises and the GEMM does nothing. The
+    ``setup`` inputs must not change once the GEMM has started (until reset).
 
     Timing: combinational from the stores' and reads' inputs to the slice's ports
     (:attr:`latency` = 0); one read, one local store and one remote store per cycle.
