@@ -202,11 +202,17 @@ class T3Slice(wiring.Component):
 
     tile_beats_log2 = property(lambda self: self._tile_beats_log2, doc="log2 of the beats per tile.")
 
+    issue_latency = property(lambda self: 1, doc="Cycles a granted request spends in the issue register.")
+    compute_reads_first = property(
+        lambda self: False,
+        doc="Whether the GEMM's reads pass its waiting writes into the compute queue: no, a round-robin "
+            ":class:`~rtl.stream_mux.StreamMux` alternates them.")
+
     @property
     def read_latency(self) -> int:
         """Cycles from a read's grant to its data (``gemm_read_data``, the DMA engine's port):
         one in the issue register, then the bank is read once every earlier write has landed."""
-        return 1 + self.nmc.write_latency - 1 + self.nmc.read_latency
+        return self.issue_latency + self.nmc.write_latency - 1 + self.nmc.read_latency
 
     @property
     def gemm_read_latency(self) -> int:
@@ -218,7 +224,7 @@ class T3Slice(wiring.Component):
     def update_to_egress_latency(self) -> int:
         """Cycles from the grant of a tile's last write to its first egress beat, all idle
         (one in the issue register, then the tracker counts it)."""
-        return 1 + self.tracker.trigger_latency + self.table.lookup_latency + self.engine.start_latency
+        return self.issue_latency + self.tracker.trigger_latency + self.table.lookup_latency + self.engine.start_latency
 
     def elaborate(self, platform):
         m = Module()

@@ -79,7 +79,8 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, flo
     gpu = GpuConfig(cus=g.tiles_per_wave, clock_GHz=1.0, fp16_flops_per_cycle_per_cu=1, l2_MB=1.0,
                     hbm_GBps=beat * s.nmc.requests_per_cycle, hbm_efficiency=1.0, mc_clock_GHz=1.0, hbm_channels=1,
                     dram_latency_ns=float(latency), dram_queue_entries=sysm.compute_queue_depth,
-                    dram_request_bytes=beat, nmc_update_units=1, mc_reads_first=False)
+                    dram_request_bytes=beat, nmc_update_units=round(1 / s.nmc.requests_per_cycle),
+                    mc_reads_first=s.compute_reads_first)
     system = SystemConfig("rtl-micro", gpu, LinkConfig(link_bw_GBps=2 * beat / link.cycles_per_beat,
                                                        link_latency_ns=float(link.latency)),
                           "the crosscheck's RTL ring (rtl.gemm_ring.GemmRing)")
@@ -87,8 +88,8 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, flo
     # Trigger to the first egress beat, less the DMA's bank read (the model adds the
     # channel's latency for it): the issue register and the tracker, the table's lookup,
     # the engine's start.
-    block = BlockTiming(trigger_cycles=1 + s.tracker.trigger_latency,
-                        dma_issue_cycles=s.update_to_egress_latency - 1 - s.tracker.trigger_latency - s.read_latency,
+    block = BlockTiming(trigger_cycles=s.issue_latency + s.tracker.trigger_latency,
+                        dma_issue_cycles=s.table.lookup_latency + s.engine.start_latency - s.read_latency,
                         reducer_requests_per_cycle=measured.reducer_requests_per_cycle,
                         reducer_write_cycles=s.nmc.write_latency, reducer_beat_bytes=beat,
                         source=f"T3Slice properties; reducer rate from {measured.source}")

@@ -144,6 +144,30 @@ def reducer_write_latency() -> int:
     return result["visible"]
 
 
+def slice_gemm_read_latency() -> int:
+    """Cycles from the edge accepting a ``gemm_read`` of an idle slice to ``gemm_read_data.valid``."""
+    from rtl.t3_slice import T3Slice
+
+    dut = T3Slice()
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.gemm_read.payload, 5)
+        ctx.set(dut.gemm_read.valid, 1)
+        while not ctx.get(dut.gemm_read.ready):
+            await ctx.tick()
+        await ctx.tick()          # accepted at this edge: cycle 0 of the count
+        ctx.set(dut.gemm_read.valid, 0)
+        for cycle in range(1, 40):
+            if ctx.get(dut.gemm_read_data.valid):
+                result["latency"] = cycle
+                return
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    return result["latency"]
+
+
 def ring_bank_streams(cycles: int = 40_000, seed: int = 11) -> tuple[list[list[tuple[int, int]]], dict]:
     """Every bank write of the 4-GPU ring trace run (GEMM stores and updates, remote updates,
     the zeroing stores), per GPU in grant order; and the hazard waits seen in the ring."""
@@ -237,6 +261,8 @@ def characterize(*, with_ring: bool = True) -> dict:
         "Amaranth sim: back-to-back updates to one address (a dependency chain)")
     figures["reducer_write_latency"] = _figure(reducer_write_latency(), "cycles", reducer_params,
                                                "Amaranth sim: store accepted -> first read that sees it")
+    figures["slice_gemm_read_latency"] = _figure(slice_gemm_read_latency(), "cycles", {"slice": "defaults"},
+                                                 "Amaranth sim: gemm_read accepted -> gemm_read_data.valid, idle")
     figures["reducer_beat_bytes"] = _figure(reducer.beat_width // 8, "bytes",
                                             {"beat_width": reducer.beat_width}, "default reducer beat")
     for mode in (ArbiterMode.MCA, ArbiterMode.ROUND_ROBIN):

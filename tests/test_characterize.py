@@ -10,6 +10,7 @@ import pytest
 from rtl.arbiter import ArbiterMode
 from rtl.dma_path import DmaPath
 from rtl.nmc import NearMemoryReducer
+from rtl.t3_slice import T3Slice
 from rtl.tracker import TrackerTable
 from tb import characterize as ch
 from tb.characterize import REPO
@@ -26,6 +27,8 @@ def test_measurements_match_documented_properties(measured):
     assert measured["tracker_trigger_latency"]["value"] == TrackerTable().trigger_latency
     assert measured["dma_issue_latency"]["value"] == DmaPath().issue_latency
     assert measured["dma_beats_per_cycle"]["value"] == DmaPath().beats_per_cycle
+    # The GEMM's read latency the crosscheck's micro-system takes (system_model/crosscheck.py).
+    assert measured["slice_gemm_read_latency"]["value"] == T3Slice().gemm_read_latency
     reducer = NearMemoryReducer()
     assert measured["reducer_updates_per_cycle_distinct"]["value"] == reducer.requests_per_cycle == 1
     # A dependency chain: the first update at once, then one per same_address_interval.

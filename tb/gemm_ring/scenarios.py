@@ -13,6 +13,9 @@ sits in one regime:
   16 + 16 per wave): more than the bank can serve, so the arbiter decides who waits.
 * ``link_bound``: 2 reads per tile, 4-cycle k-steps, and a slower link (8 cycles per
   beat): a wave produces 16 beats every 8 cycles while the link drains one beat in 8.
+* ``latency_bound``: 8 reads per tile, 2-cycle k-steps and a buffer of one k-step's
+  beats (4): the next k-step's reads wait until the current one has used its data, so the
+  GEMM waits a read latency per k-step (Little's law), the regime the buffer bound sets.
 
 Sizes: "full" (``make crosscheck``) runs 256 tiles per GPU (64 waves) on 4 and on 8 GPUs;
 "quick" (``make test``) runs 4 GPUs with 64 tiles per GPU.
@@ -120,6 +123,8 @@ def _regime_list(gpus: int, tiles_per_stage: int) -> list[Scenario]:
                                                  outstanding_reads=40)),
         Scenario("link_bound", replace(base, link_cycles_per_beat=8),
                  MicroGemm(tiles_per_stage, read_beats_per_tile=2, step_cycles=4)),
+        Scenario("latency_bound", base, MicroGemm(tiles_per_stage, read_beats_per_tile=8, step_cycles=2,
+                                                  outstanding_reads=4)),
     ]
 
 
