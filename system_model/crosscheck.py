@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rtl.gemm_ring import GemmRing
@@ -51,7 +51,8 @@ from .models import GemmShape
 from .schemes import StudyConfig, gemm_alone_s, t3_staged
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
-           "compare", "run_rtl", "entries", "violations", "crosscheck_markdown",
+           "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
+           "crosscheck_markdown",
            "CROSSCHECK_JSON", "load_recorded"]
 
 #: Chosen before the first comparison (issue: "RTL–model crosscheck"): the model's total
@@ -252,3 +253,38 @@ def violations(entries_: list[dict]) -> list[str]:
             bad.append(f"{label}: T3-MCA vs round-robin {model_pts:+.1f} points in the model, {rtl_pts:+.1f} in the "
                        f"RTL (same sign and within {TOLERANCE_MCA_POINTS:.0f} points)")
     return bad
+
+
+#: Mechanisms the crosscheck should tell apart: each variant of the model's micro-system,
+#: run against the recorded RTL, must miss a tolerance (``python -m system_model crosscheck
+#: --perturb``; tests/test_crosscheck.py). The MCA threshold is not among them: with the
+#: RTL's compute queue empty whenever communication may pass below it, no scenario feels it.
+PERTURBATIONS = {
+    "data used continuously (no k-steps)": lambda c, g: (c, replace(g, k_steps_per_tile=0)),
+    "half the read latency": lambda c, g: (_gpu(c, dram_latency_ns=c.system.gpu.dram_latency_ns / 2), g),
+    "twice the operand buffer": lambda c, g: (c, replace(g, prefetch_bytes_per_cu=2 * g.prefetch_bytes_per_cu)),
+    "two service units per update": lambda c, g: (_gpu(c, nmc_update_units=2), g),
+    "reads pass waiting writes": lambda c, g: (_gpu(c, mc_reads_first=True), g),
+    "starvation limit 16": lambda c, g: (replace(c, arbiter=replace(c.arbiter, starvation_limit_cycles=16)), g),
+}
+
+
+def _gpu(cfg: StudyConfig, **changes) -> StudyConfig:
+    return replace(cfg, system=replace(cfg.system, gpu=replace(cfg.system.gpu, **changes)))
+
+
+def perturbed_violations(runs: list[dict], size: str, variant: str) -> list[str]:
+    """The tolerances the model misses with one mechanism changed (:data:`PERTURBATIONS`)."""
+    global micro_study
+    original = micro_study
+    change = PERTURBATIONS[variant]
+
+    def perturbed(scenario: Scenario):
+        cfg, gemm, chunk, tile = original(scenario)
+        cfg, gemm = change(cfg, gemm)
+        return cfg, gemm, chunk, tile
+    micro_study = perturbed
+    try:
+        return violations(entries(runs, size))
+    finally:
+        micro_study = original

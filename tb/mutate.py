@@ -89,6 +89,8 @@ RING_THEN_SLICE = ("tb/ring/test_ring.py::test_ring[n4-tiles12_mca]",
 TRACE_RING = ("tb/ring/test_ring.py::test_trace_ring",)
 ENGINE_ARBITRATED = ("tb/dma_engine", "tests/test_slice_ring.py", "-k", "dma_engine or engine_read_request")
 
+GEMM_SOURCE = ("tb/gemm_source/test_gemm_source.py::test_trace_gemm_source",)
+
 MUTANTS: tuple[Mutant, ...] = (
     # -- tracker ----------------------------------------------------------------------------
     Mutant("tracker-fires-early", "tracker", Patch(
@@ -315,6 +317,21 @@ MUTANTS: tuple[Mutant, ...] = (
         "ring.py", "slice_.threshold.eq(self.threshold)", "slice_.threshold.eq(self.starvation_limit)",
         "the ring wires the starvation limit into every slice's queue threshold"), TRACE_RING,
         env={"TRACE_CYCLES": "60000"}),
+    Mutant("gemm-source-release-early", "gemm_source", Patch(
+        "gemm_source.py",
+        "release = holding & drained",
+        "release = holding",
+        "a wave releases its stores before the previous wave's have passed (no output buffer)"), GEMM_SOURCE),
+    Mutant("gemm-source-step-needs-one-beat-less", "gemm_source", Patch(
+        "gemm_source.py",
+        "(buffered >= wave_tiles)",
+        "(buffered + 1 >= wave_tiles)",
+        "a k-step starts one operand beat short"), GEMM_SOURCE),
+    Mutant("gemm-source-credits-swapped", "gemm_source", Patch(
+        "gemm_source.py",
+        "remote_credit.eq(remote_credit - remote_used + Mux(release, wave_remote << beats, 0)),",
+        "remote_credit.eq(remote_credit - remote_used + Mux(release, (wave_tiles - wave_remote) << beats, 0)),",
+        "stage-1 tiles' credits computed as the local tiles'"), GEMM_SOURCE),
 )
 
 
