@@ -31,6 +31,7 @@ BENCHES = {
     "arbiter": "tb.arbiter.trace:ArbiterTrace",
     "slice": "tb.slice.trace:SliceTrace",
     "ring": "tb.ring.trace:RingTrace",
+    "gemm_source": "tb.gemm_source.trace:GemmSourceTrace",
 }
 
 
