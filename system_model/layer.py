@@ -58,8 +58,12 @@ Modelling choices (what the issue leaves open):
   (the sublayer study's); every other op runs alone on the GPU, the same in every scheme.
   Ops run one after another: Megatron can overlap the backward all-reduce with the weight-
   gradient GEMM, which this model, like the paper's, does not give the baseline.
-* PaLM's parallel attention/MLP block and SwiGLU are not modelled: every model is the
-  GPT-style block with ``ffn = 4 x hidden``, as in the sublayer study.
+* A model with a gated MLP (Llama 3's SwiGLU) has an FC-1 of ``2 x ffn`` outputs (gate and
+  up), a SwiGLU activation (reads both, writes their product; its gradient reads ``dY``,
+  gate and up and writes both gradients) and an FC-1 data gradient that reduces over
+  ``2 x ffn``; a model without biases or dropout (Llama 3) has no bias-gradient or dropout
+  ops. PaLM's parallel attention/MLP block and its SwiGLU are not modelled: the paper's five
+  models are the GPT-style block with ``ffn = 4 x hidden``, as in the sublayer study.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ from . import schemes as _schemes
 from .gemm import gemm_timing
 from .models import MODELS, PHASES, SUBLAYERS, GemmShape, TransformerModel, sublayer_gemm
 from .schemes import SCHEMES, StudyConfig, evaluate
-from .study import PAPER_TP, geomean
+from .study import OTHER_TP, PAPER_TP, geomean
 from .units import check_int_range, check_positive, check_range
 
 __all__ = ["SEQ_LEN", "MASK_BYTES", "KINDS", "LayerOp", "layer_ops", "tp_fits", "op_time_s", "gemm_alone_s",
@@ -210,6 +214,7 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
 
     e, T, h, s = bytes_per_element, tokens, m.hidden, seq_len
     f, q, d = m.ffn // tp, m.qkv_width // tp, m.hidden // m.heads
+    g = m.fc1_width // tp                  # FC-1's output: f, or gate and up (2 f) for SwiGLU
     batch = tokens // seq_len
     heads, kv = _local_heads(m, tp)
     group = math.ceil(heads / kv)          # query heads per key/value head
@@ -217,7 +222,8 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
     qkv_act = batch * heads * s * d        # Q (or the context) of the local heads
     kv_act = batch * kv * s * d            # K (or V) of the local KV heads
     training = phase == "training"
-    mask = MASK_BYTES if training else 0
+    dropout = training and m.dropout
+    mask = MASK_BYTES if dropout else 0
 
     ops: list[LayerOp] = []
 
@@ -239,15 +245,18 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
     gemm("attn scores fwd", "forward", batch * heads * s, s, d, kind="attention",
          reads=(qkv_act + kv_act) * e, writes=A * e)
     ew("softmax", "forward", A * e, A * e)
-    if training:
+    if dropout:
         ew("attention dropout", "forward", A * e, A * (e + MASK_BYTES))
     gemm("attn context fwd", "forward", batch * heads * s, d, s, kind="attention",
          reads=(A + kv_act) * e, writes=qkv_act * e)
     gemm("OP fwd", "forward", T, h, h // tp, sublayer="OP")
     ew("residual-add-1", "forward", 2 * T * h * e, T * h * (e + mask))
     ew("layernorm-2", "forward", T * h * e, T * h * e)
-    gemm("FC-1 fwd", "forward", T, f, h)
-    ew("GeLU", "forward", T * f * e, T * f * e)
+    gemm("FC-1 fwd", "forward", T, g, h)
+    if m.gated_mlp:
+        ew("SwiGLU", "forward", T * g * e, T * f * e)          # reads gate and up, writes their product
+    else:
+        ew("GeLU", "forward", T * f * e, T * f * e)
     gemm("FC-2 fwd", "forward", T, h, f, sublayer="FC-2")
     ew("residual-add-2", "forward", 2 * T * h * e, T * h * (e + mask))
     if not training:
@@ -260,9 +269,12 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
         gemm(f"{base} wgrad", "backward", kk, nn, mm, grad_of=f"{base} fwd")
 
     def residual_bwd(j, block):
-        """Gradient through ``block``'s bias + dropout + residual add (residual ``j``)."""
-        ew(f"dropout-add-{j} bwd", "backward", T * h * (e + MASK_BYTES), T * h * e)
-        ew(f"{block} bias grad", "backward", T * h * e, h * e)
+        """Gradient through ``block``'s bias + dropout + residual add (residual ``j``); without
+        dropout the residual passes the gradient through, without bias there is none to sum."""
+        if m.dropout:
+            ew(f"dropout-add-{j} bwd", "backward", T * h * (e + MASK_BYTES), T * h * e)
+        if m.biases:
+            ew(f"{block} bias grad", "backward", T * h * e, h * e)
 
     def layernorm_bwd(j):
         ew(f"layernorm-{j} bwd", "backward", 2 * T * h * e, T * h * e)
@@ -272,9 +284,13 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
     # MLP block.
     residual_bwd(2, "FC-2")
     linear_grads("FC-2", T, h, f)
-    ew("GeLU bwd", "backward", 2 * T * f * e, T * f * e)
-    ew("FC-1 bias grad", "backward", T * f * e, f * e)
-    linear_grads("FC-1", T, f, h, sublayer="FC-1")
+    if m.gated_mlp:
+        ew("SwiGLU bwd", "backward", (T * f + T * g) * e, T * g * e)   # dY, gate, up -> dgate, dup
+    else:
+        ew("GeLU bwd", "backward", 2 * T * f * e, T * f * e)
+    if m.biases:
+        ew("FC-1 bias grad", "backward", T * g * e, g * e)
+    linear_grads("FC-1", T, g, h, sublayer="FC-1")
     layernorm_bwd(2)
     # Attention block.
     residual_bwd(1, "OP")
@@ -285,14 +301,16 @@ def layer_ops(m: TransformerModel, phase: str, tokens: int, tp: int, *, seq_len:
          reads=(qkv_act + kv_act) * e, writes=A * e)
     gemm("attn context wgrad", "backward", batch * kv * s, d, group * s, kind="attention",
          grad_of="attn context fwd", reads=(A + qkv_act) * e, writes=kv_act * e)
-    ew("attention dropout bwd", "backward", A * (e + MASK_BYTES), A * e)
+    if m.dropout:
+        ew("attention dropout bwd", "backward", A * (e + MASK_BYTES), A * e)
     ew("softmax bwd", "backward", 2 * A * e, A * e)
     # dQ = dS K and dK = dS^T Q.
     gemm("attn scores dgrad", "backward", batch * heads * s, d, s, kind="attention", grad_of="attn scores fwd",
          reads=(A + kv_act) * e, writes=qkv_act * e)
     gemm("attn scores wgrad", "backward", batch * kv * s, d, group * s, kind="attention",
          grad_of="attn scores fwd", reads=(A + qkv_act) * e, writes=kv_act * e)
-    ew("QKV bias grad", "backward", T * q * e, q * e)
+    if m.biases:
+        ew("QKV bias grad", "backward", T * q * e, q * e)
     linear_grads("QKV", T, q, h, sublayer="IP")
     layernorm_bwd(1)
     return tuple(ops)
@@ -438,7 +456,7 @@ def layer_study(cfg: StudyConfig, models: Iterable[str] | None = None, tps: Iter
             check_int_range("tp", tp, 2, 1024)
     results = []
     for name in models:
-        for tp in (PAPER_TP.get(name, ()) if tps is None else tps):
+        for tp in (PAPER_TP.get(name, OTHER_TP) if tps is None else tps):
             if not tp_fits(MODELS[name], tp):
                 continue
             for phase in phases:

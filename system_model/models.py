@@ -6,7 +6,8 @@ the GPUs):
 
 * ``OP``  (forward):  attention output projection, ``K = hidden / tp``
 * ``FC-2`` (forward): second MLP GEMM, ``K = ffn / tp``
-* ``FC-1`` (backward): data gradient of the first MLP GEMM, ``K = ffn / tp``
+* ``FC-1`` (backward): data gradient of the first MLP GEMM, ``K = ffn / tp`` (``2 ffn / tp``
+  for a gated MLP: SwiGLU's gate and up projections)
 * ``IP``  (backward): data gradient of the QKV input projection, ``K = qkv_width / tp``
 
 Training runs all four; prompt-phase (prefill) inference runs the forward two.
@@ -35,9 +36,18 @@ class TransformerModel:
     layers : int
         Transformer layers.
     ffn_multiplier : int
-        ``ffn = ffn_multiplier * hidden`` (4 for all five models).
+        ``ffn = ffn_multiplier * hidden`` (4 for the paper's five models) unless ``ffn_dim``.
     kv_heads : int or None
-        Key/value heads when attention is multi-query (PaLM: 1); None means ``heads``.
+        Key/value heads when attention is multi-query (PaLM: 1) or grouped-query (Llama 3:
+        8); None means ``heads``.
+    ffn_dim : int or None
+        The MLP's inner width when it is not a multiple of ``hidden`` (Llama 3).
+    gated_mlp : bool
+        SwiGLU: FC-1 computes a gate and an up projection, ``2 x ffn`` wide, and the
+        activation multiplies them; FC-1's data gradient then reduces over ``2 x ffn``.
+    biases, dropout : bool
+        Whether the linear layers have biases and training applies dropout (GPT-style:
+        both; Llama 3: neither), which the layer model counts as elementwise ops.
     """
 
     name: str
@@ -48,10 +58,27 @@ class TransformerModel:
     ffn_multiplier: int = 4
     kv_heads: int | None = None
     source: str = ""
+    ffn_dim: int | None = None
+    gated_mlp: bool = False
+    biases: bool = True
+    dropout: bool = True
+
+    def __post_init__(self):
+        for name in ("hidden", "heads", "layers", "ffn_multiplier"):
+            check_int_range(name, getattr(self, name), 1, 1 << 20)
+        if self.kv_heads is not None:
+            check_int_range("kv_heads", self.kv_heads, 1, self.heads)
+        if self.ffn_dim is not None:
+            check_int_range("ffn_dim", self.ffn_dim, 1, 1 << 24)
 
     @property
     def ffn(self) -> int:
-        return self.ffn_multiplier * self.hidden
+        return self.ffn_multiplier * self.hidden if self.ffn_dim is None else self.ffn_dim
+
+    @property
+    def fc1_width(self) -> int:
+        """FC-1's output width: ``ffn``, or ``2 x ffn`` for a gated MLP (gate and up)."""
+        return 2 * self.ffn if self.gated_mlp else self.ffn
 
     @property
     def qkv_width(self) -> int:
@@ -66,6 +93,15 @@ MODELS: dict[str, TransformerModel] = {m.name: m for m in [
     TransformerModel("gpt-3", 175, 12288, 96, 96, source="Brown et al. 2020, Table 2.1"),
     TransformerModel("palm", 540, 18432, 48, 118, kv_heads=1, source="Chowdhery et al. 2022, Table 1"),
     TransformerModel("mt-nlg", 530, 20480, 128, 105, source="Smith et al. 2022, Section 2"),
+    # Grattafiori et al. 2024 ("The Llama 3 Herd of Models", arXiv 2407.21783), Table 3:
+    # layers, model dimension, FFN dimension, attention heads, key/value heads (GQA);
+    # SwiGLU, no biases, no dropout (Touvron et al. 2023, the Llama architecture).
+    TransformerModel("llama-3-8b", 8, 4096, 32, 32, kv_heads=8, ffn_dim=14336, gated_mlp=True, biases=False,
+                     dropout=False, source="Llama 3 Herd of Models (arXiv 2407.21783), Table 3"),
+    TransformerModel("llama-3-70b", 70, 8192, 64, 80, kv_heads=8, ffn_dim=28672, gated_mlp=True, biases=False,
+                     dropout=False, source="Llama 3 Herd of Models (arXiv 2407.21783), Table 3"),
+    TransformerModel("llama-3-405b", 405, 16384, 128, 126, kv_heads=8, ffn_dim=53248, gated_mlp=True, biases=False,
+                     dropout=False, source="Llama 3 Herd of Models (arXiv 2407.21783), Table 3"),
 ]}
 
 #: Sublayer -> (phase it belongs to, direction of the GEMM).
@@ -119,7 +155,7 @@ def sublayer_gemm(m: TransformerModel, sublayer: str, tokens: int, tp: int) -> G
     if sublayer not in SUBLAYERS:
         raise ValueError(f"sublayer must be one of {', '.join(SUBLAYERS)}, not {sublayer!r}")
     check_int_range("tp", tp, 2, 1024)
-    reduced = {"OP": m.hidden, "FC-2": m.ffn, "FC-1": m.ffn, "IP": m.qkv_width}[sublayer]
+    reduced = {"OP": m.hidden, "FC-2": m.ffn, "FC-1": m.fc1_width, "IP": m.qkv_width}[sublayer]
     if reduced % tp:
         raise ValueError(f"tp must divide {sublayer}'s reduced dimension {reduced}, not {tp}")
     return GemmShape(m=tokens, n=m.hidden, k=reduced // tp)

@@ -10,11 +10,14 @@ from dataclasses import dataclass
 from .models import MODELS, PHASES, GemmShape, sublayer_gemm
 from .schemes import SCHEMES, SchemeResult, StudyConfig, evaluate
 
-__all__ = ["PAPER_TP", "Point", "PointResult", "study_points", "run_study", "Summary", "summarise",
+__all__ = ["PAPER_TP", "OTHER_TP", "Point", "PointResult", "study_points", "run_study", "Summary", "summarise",
            "HEADLINE_SETS", "PAPER_FIGURES", "geomean"]
 
 #: Tensor-parallel degrees the paper evaluates per model.
 PAPER_TP = {"mega-gpt-2": (8, 16), "t-nlg": (8, 16), "gpt-3": (32,), "palm": (32,), "mt-nlg": (32,)}
+#: TP degrees of the models the paper does not study, when ``--tp`` is not given: one
+#: 8-GPU node (every Llama 3 model is served and trained with TP 8 within a node).
+OTHER_TP = (8,)
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def study_points(models: Iterable[str] | None = None, tps: Iterable[int] | None 
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
     points = []
     for name in models:
-        for tp in (PAPER_TP[name] if tps is None else tps):
+        for tp in (PAPER_TP.get(name, OTHER_TP) if tps is None else tps):
             for phase in phases:
                 for sublayer in PHASES[phase]:
                     points.append(Point(name, tp, phase, sublayer))
