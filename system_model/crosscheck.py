@@ -117,12 +117,14 @@ class Prediction:
 
     total_cycles: float
     gemm_cycles: float
-    bank_utilisation: float | None = None
 
 
-def predict(scenario: Scenario) -> dict[str, Prediction]:
-    """The model's cycles for every schedule of :data:`SCHEDULES`."""
+def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
+    """The model's cycles for every schedule of :data:`SCHEDULES` (``change``, one of
+    :data:`PERTURBATIONS`, alters the micro-system's configuration and GEMM first)."""
     cfg, gemm, chunk, tile = micro_study(scenario)
+    if change is not None:
+        cfg, gemm = change(cfg, gemm)
     n = scenario.system.gpus
     hz = cfg.system.gpu.mc_clock_GHz * 1e9
     # The RTL's GEMM always writes near-memory updates (T3's, and the sequential schedule's
@@ -217,7 +219,7 @@ def run_rtl(size: str, *, seed: int = 1, only: str | None = None, gpus: int | No
     return runs
 
 
-def entries(runs: list[dict], size: str) -> list[dict]:
+def entries(runs: list[dict], size: str, change=None) -> list[dict]:
     """Per scenario of ``size`` with all its schedules in ``runs``: the RTL figures, the
     model's prediction and the comparison."""
     from tb.gemm_ring.scenarios import scenarios
@@ -227,7 +229,7 @@ def entries(runs: list[dict], size: str) -> list[dict]:
         rtl = {r["schedule"]: r for r in runs if r["scenario"] == sc.name and r["gpus"] == sc.system.gpus}
         if set(rtl) != set(SCHEDULES):
             continue
-        model = predict(sc)
+        model = predict(sc, change)
         out.append({"scenario": sc.name, "gpus": sc.system.gpus, "tiles_per_gpu": sc.gemm.tiles(sc.system.gpus),
                     "rtl": rtl, "model": {k: {"total_cycles": round(v.total_cycles, 1),
                                               "gemm_cycles": round(v.gemm_cycles, 1)} for k, v in model.items()},
@@ -275,16 +277,4 @@ def _gpu(cfg: StudyConfig, **changes) -> StudyConfig:
 
 def perturbed_violations(runs: list[dict], size: str, variant: str) -> list[str]:
     """The tolerances the model misses with one mechanism changed (:data:`PERTURBATIONS`)."""
-    global micro_study
-    original = micro_study
-    change = PERTURBATIONS[variant]
-
-    def perturbed(scenario: Scenario):
-        cfg, gemm, chunk, tile = original(scenario)
-        cfg, gemm = change(cfg, gemm)
-        return cfg, gemm, chunk, tile
-    micro_study = perturbed
-    try:
-        return violations(entries(runs, size))
-    finally:
-        micro_study = original
+    return violations(entries(runs, size, PERTURBATIONS[variant]))

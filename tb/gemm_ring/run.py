@@ -26,7 +26,6 @@ and the sources' operand and store waits.
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import asdict
 
@@ -144,6 +143,14 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
     return figures
 
 
+def _field_bit(trace: Trace, port: str, offset: int) -> np.ndarray:
+    """Bit ``offset`` of a port of any width in every cycle, from the raw record (decoding a
+    wide status word per cycle in Python would take seconds)."""
+    word, shift, _ = trace.layout.fields[port]
+    bit = shift + offset
+    return (trace.record[:, word + bit // 32] >> np.uint32(bit % 32)) & np.uint32(1)
+
+
 def _first(column: np.ndarray, after: int) -> int | None:
     hits = np.flatnonzero(column[after:])
     return int(hits[0]) + after if hits.size else None
@@ -155,6 +162,7 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
     status_p = FastPacker(s.status_layout)
     gemm_status_p = FastPacker(ring.sources[0].status_layout)
     margin = scenario.system.compute_queue_depth + 4
+    done_offset = next(offset for name, offset, _ in gemm_status_p.fields if name == "done")
     last_notify, gemm_done, per_gpu = [], [], []
     for g in range(n):
         for port in ("program", "arm"):
@@ -174,17 +182,17 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
             trace.fail(trace.cycles - 1, f"notify[{g}]", f"{S} notifies", f"{notify.size}",
                        "the reduce-scatter did not finish (or notified twice)")
         last_notify.append(int(notify[-1]))
-        done_col = np.array([gemm_status_p.unpack(w)["done"] for w in trace.col(f"gemm_status__{g}")[t0:]])
-        first_done = _first(done_col, 0)
+        first_done = _first(_field_bit(trace, f"gemm_status__{g}", done_offset), t0)
         if first_done is None:
             trace.fail(trace.cycles - 1, f"gemm_status[{g}].done", 1, 0, "the GEMM never finished")
-        gemm_done.append(t0 + first_done)
+        gemm_done.append(first_done)
         final_gemm = gemm_status_p.unpack(trace.col(f"gemm_status__{g}")[-1])
         if final_gemm["config_error"]:
             trace.fail(trace.cycles - 1, f"gemm_status[{g}].config_error", 0, 1)
         # The read-back: the last len(chunk) words of this GPU's read data.
         rd_valid = np.flatnonzero(trace.np_col(f"read_data__{g}__valid"))
-        words = [trace.col(f"read_data__{g}__payload")[c] for c in rd_valid[-len(schedules[g].readback):]]
+        payload = trace.np_col(f"read_data__{g}__payload")
+        words = [int(payload[c]) for c in rd_valid[-len(schedules[g].readback):]]
         want = [lanes_to_beat(row) for row in plan.expected[g]]
         nmc = s.nmc
         for i, (got, exp) in enumerate(zip(words, want, strict=True)):
@@ -221,17 +229,3 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
         "store_wait_cycles": max(p["store_wait_cycles"] for p in per_gpu),
         "words_checked": sum(len(x.readback) for x in schedules),
     }
-
-
-def main() -> None:  # pragma: no cover - a quick manual run
-    import sys
-
-    from .scenarios import scenarios
-    size = sys.argv[1] if len(sys.argv) > 1 else "quick"
-    for sc in scenarios(size):
-        for schedule in ("t3", "t3_mca", "sequential"):
-            print(sc.label, schedule, run_scenario(sc, schedule, seed=random.Random(1).randrange(1 << 30)))
-
-
-if __name__ == "__main__":
-    main()

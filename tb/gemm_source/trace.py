@@ -118,9 +118,10 @@ class GemmSourceTrace(TraceBench):
         in_reset, checked = True, 0
         tracked_shift, tracked_mask = next((off, m) for name, off, m in gemm_p.fields if name == "tracked")
         spec = None
+        last_done = 0
         for c in range(trace.cycles):
             if rst[c]:
-                if not in_reset and model.wave_base and not model._derived_done:
+                if not in_reset and model.wave_base and not last_done:
                     cover["reset mid-GEMM"] += 1
                 in_reset = True
                 continue
@@ -152,7 +153,7 @@ class GemmSourceTrace(TraceBench):
                        and r["host_read"][c], v["gemm"][c] and r["gemm"][c], v["gemm_remote"][c]
                        and r["gemm_remote"][c], st[c] & 1)
             self._cover(cover, model, i, out)
-            model._derived_done = out.done
+            last_done = out.done
             model.step(i)
             checked += 1
         trace.checked_cycles = checked
@@ -167,8 +168,8 @@ class GemmSourceTrace(TraceBench):
                 and model.left == 0 and not out.can_start:
             cover["operand wait"] += 1
         cover["store wait (output buffer full)"] += out.holding and not out.release
-        if not out.own_read and i.run and not model.error and model.issued < model.consumed + 10 ** 9 \
-                and model.issued < i.setup["tiles"] * i.setup["read_beats_per_tile"] \
+        reads_left = model.issued < i.setup["tiles"] * i.setup["read_beats_per_tile"]
+        if not out.own_read and i.run and not model.error and reads_left \
                 and (model.issued - model.consumed) >= i.setup["outstanding_reads"] > 0:
             cover["read window full (outstanding)"] += 1
         cover["own read back-pressured"] += out.own_read and not i.gemm_read_ready
