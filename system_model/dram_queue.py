@@ -366,9 +366,18 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     starved = False
     extra = 0.0                      # cycles a starved wave would still have taken
     t = 0
+    # Loop invariants as locals: the loop below runs once per simulated cycle.
+    update_rate, dma_rate, dma_burst = load.update_rate, load.dma_rate, load.dma_burst
+    dma_per_cycle = dma_rate / dma_burst if dma_rate else 0.0
+    spread_stores = not load.stores_nmc and stores
+    store_per_cycle = stores / compute if spread_stores else 0.0
+    epilogue_stores = load.stores_nmc
+    reads_first, update_units = load.reads_first, load.update_units
+    decide, step = arbiter.decide, arbiter.step
     for wave in range(WAVES):
         issued = arrived = 0
         progress = 0.0               # matrix work done, in cycles
+        wave_start = t
         wave_starts.append(t)
         store_acc = 0.0
         measured = wave > 0
@@ -377,31 +386,31 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
         # In steady state a wave also pays for the stores its predecessor left behind.
         stores_due = stores_served + stores_pending + sum(1 for entry in queue if entry[0] == 1)
         while progress < compute or arrived < reads or stores_served < stores_due:
-            if t - wave_starts[-1] > cap:
+            if t - wave_start > cap:
                 # Extrapolate the wave from the GEMM's progress so far (at least one cycle's).
                 starved = True
                 if measured:
-                    extra += (t - wave_starts[-1]) * (compute / max(progress, 1.0) - 1.0)
+                    extra += (t - wave_start) * (compute / max(progress, 1.0) - 1.0)
                 break
             # Communication arrivals, while the buffers have room.
-            if load.update_rate:
-                update_acc += load.update_rate
+            if update_rate:
+                update_acc += update_rate
                 while update_acc >= 1.0:
                     update_acc -= 1.0
                     if len(comm_pending) < comm_buffer:
                         comm_pending.append(3)
                     elif measured:
                         refused += 1
-            if load.dma_rate:
-                dma_acc += load.dma_rate / load.dma_burst
+            if dma_rate:
+                dma_acc += dma_per_cycle
                 while dma_acc >= 1.0:
                     dma_acc -= 1.0
-                    if len(comm_pending) + load.dma_burst <= comm_buffer:
-                        comm_pending.extend([2] * load.dma_burst)
+                    if len(comm_pending) + dma_burst <= comm_buffer:
+                        comm_pending.extend([2] * dma_burst)
                     elif measured:
-                        refused += load.dma_burst
-            if not load.stores_nmc and stores:
-                store_acc += stores / compute
+                        refused += dma_burst
+            if spread_stores:
+                store_acc += store_per_cycle
                 while store_acc >= 1.0:
                     store_acc -= 1.0
                     stores_pending += 1
@@ -410,17 +419,24 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             wants_read = (issued < reads and issued - arrived < out_cap
                           and issued < progress / compute * reads + out_cap)
             compute_valid = wants_read or stores_pending > 0
-            comm_valid = bool(comm_pending)
             level = len(queue)
-            winner = arbiter.decide(compute_valid=compute_valid, comm_valid=comm_valid, queue_level=level,
-                                    threshold=threshold, starvation_limit=starvation_limit, mode=mode)
             ready = level < depth
-            arbiter.step(winner=winner, comm_valid=comm_valid, grant_ready=ready)
+            if comm_pending:
+                winner = decide(compute_valid=compute_valid, comm_valid=True, queue_level=level,
+                                threshold=threshold, starvation_limit=starvation_limit, mode=mode)
+                step(winner=winner, comm_valid=True, grant_ready=ready)
+            elif compute_valid:
+                # Without communication the golden model grants compute in either mode
+                # (its decide() returns COMPUTE; step() then records the grant).
+                winner = COMPUTE
+                step(winner=COMPUTE, comm_valid=False, grant_ready=ready)
+            else:
+                winner = None                # nothing valid: no grant, no state change
             if ready and winner == COMPUTE:
                 # Reads first: a memory controller buffers writes and drains them in the
                 # gaps (the wave still waits for its predecessor's stores, below); or, in a
                 # controller that merges them round-robin, a read and a store in turn.
-                if wants_read and (load.reads_first or stores_pending == 0 or not last_was_read):
+                if wants_read and (reads_first or stores_pending == 0 or not last_was_read):
                     queue.append((0, 1, t))
                     issued += 1
                     last_was_read = True
@@ -430,7 +446,7 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                     last_was_read = False
             elif ready and winner == COMM:
                 kind = comm_pending.popleft()
-                queue.append((kind, load.update_units if kind == 3 else 1, t))
+                queue.append((kind, update_units if kind == 3 else 1, t))
             # The banks serve the queue in order.
             credit += mu
             while queue and credit >= queue[0][1]:
@@ -447,21 +463,22 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                     window[1 + kind] += 1
                     if kind < 2:
                         gemm_units += units
-            if not queue:
-                credit = min(credit, mu)
+            if not queue and credit > mu:
+                credit = mu
             while returns and returns[0] <= t:
                 returns.popleft()
                 arrived += 1
             # Matrix work proceeds while the data it needs next has arrived: continuously, or
             # a k-step's share at a time.
-            if steps:
-                need = math.ceil((math.floor(progress * steps / compute) + 1) * reads / steps)
-            else:
-                need = math.ceil((progress + 1) / compute * reads)
-            if progress < compute and arrived >= min(reads, need):
-                progress += 1
-                if progress >= compute and load.stores_nmc:
-                    stores_pending += stores       # the epilogue: the tile's output, uncached
+            if progress < compute:
+                if steps:
+                    need = math.ceil((math.floor(progress * steps / compute) + 1) * reads / steps)
+                else:
+                    need = math.ceil((progress + 1) / compute * reads)
+                if arrived >= (reads if reads < need else need):
+                    progress += 1
+                    if progress >= compute and epilogue_stores:
+                        stores_pending += stores       # the epilogue: the tile's output, uncached
             if measured:
                 if (t - wave_starts[1]) % TRACE_WINDOW == TRACE_WINDOW - 1:
                     trace.append((t - wave_starts[1], len(queue), *window[1:]))
