@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak formal report sweep sensitivity crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test soak formal report sweep sensitivity peers crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -67,6 +67,9 @@ sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep
 
 sensitivity: $(STAMP) ## Each calibrated value moved +-25%: how the headline figures move (sim_results/sensitivity_t3-paper.md)
 	$(PY) -m system_model sensitivity --preset t3-paper --out sim_results --jobs 2
+
+peers: $(STAMP) ## T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs (sim_results/peers*.md)
+	$(PY) -m system_model peers --out sim_results --sensitivity
 
 crosscheck: $(STAMP) iverilog cxx ## The model against the RTL ring running a staged GEMM + RS, full sizes (sim_results/crosscheck.md)
 	$(PY) -m system_model crosscheck --rtl --size full --out sim_results

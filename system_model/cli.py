@@ -1,4 +1,4 @@
-"""Command line: ``python -m system_model [report|sweep|sensitivity|crosscheck] ...``.
+"""Command line: ``python -m system_model [report|sweep|sensitivity|crosscheck|peers] ...``.
 
 Errors in options or configuration print one line and exit with status 2.
 """
@@ -127,7 +127,61 @@ def _parser() -> argparse.ArgumentParser:
     crosscheck.add_argument("--seed", type=int, default=1, help="data seed of the RTL runs (default: %(default)s)")
     crosscheck.add_argument("--recorded", type=Path, default=None,
                             help="recorded RTL results to read (default: sim_results/crosscheck.json)")
+    peers = sub.add_parser(
+        "peers", help="T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs: who "
+                      "wins where (peers.md/.csv/.json, peers_heatmap.png/.svg, peers_validation.md)",
+        description="Examples: 'python -m system_model peers' (every platform, Llama 3 70B and 405B, TP 4-32); "
+                    "'python -m system_model peers --platforms h100-sxm,mi300x --tp 8'.")
+    peers.add_argument("--platforms", type=_csv_list(str), default=None,
+                       help="comma-separated platforms (default: all of " + ", ".join(_peer_platforms()) + ")")
+    peers.add_argument("--models", type=_csv_list(str), default=None,
+                       help="comma-separated models (default: llama-3-70b,llama-3-405b)")
+    peers.add_argument("--tp", type=_csv_list(int), default=None, help="TP degrees (default: 4,8,16,32)")
+    peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
+                       help="which phase (default: %(default)s)")
+    peers.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    peers.add_argument("--no-plots", action="store_true", help="skip the heat map")
+    peers.add_argument("--no-validation", action="store_true", help="skip the published-figure validation")
+    peers.add_argument("--sensitivity", action="store_true",
+                       help="also move each assumed value by -/+25%% on a sample and write peers_sensitivity.md "
+                            "(about a minute more)")
     return parser
+
+
+def _peer_platforms() -> list[str]:
+    from .peers.platforms import PLATFORMS as peer_platforms
+    return list(peer_platforms)
+
+
+def _peers(args) -> int:
+    from .peers.platforms import platform
+    from .peers.study import DEFAULT_MODELS, DEFAULT_TPS, run_peers, winners, write_peers
+    from .peers.validation import validate, validation_markdown
+
+    platforms = [platform(name) for name in (args.platforms or _peer_platforms())]
+    for tp in args.tp or ():
+        if not 2 <= tp <= 1024:
+            raise ValueError(f"tp must be between 2 and 1024, not {tp}")
+    phases = list(PHASES) if args.phase == "all" else [args.phase]
+    started = time.perf_counter()
+    points, layers = run_peers(platforms, args.models or DEFAULT_MODELS, args.tp or DEFAULT_TPS, phases)
+    if not layers:
+        raise ValueError("no chosen TP degree divides the chosen models' dimensions")
+    validation = None if args.no_validation else validation_markdown(validate())
+    for row in winners(layers):
+        sw = row["software"] or "none"
+        t3 = "n/a" if row["t3_speedup"] is None else f"{row['t3_speedup']:.2f}x"
+        soft = "n/a" if row["software_speedup"] is None else f"{row['software_speedup']:.2f}x"
+        print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}")
+    for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation):
+        print(f"wrote {path}")
+    if args.sensitivity:
+        from .peers.sensitivity import run_peer_sensitivity, sensitivity_markdown
+        path = args.out / "peers_sensitivity.md"
+        path.write_text(sensitivity_markdown(run_peer_sensitivity()))
+        print(f"wrote {path}")
+    print(f"{len(points)} sublayer points in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
 
 
 def _crosscheck(args) -> int:
@@ -277,7 +331,8 @@ def _divides(p) -> bool:
     return True
 
 
-_COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck}
+_COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck,
+             "peers": _peers}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -143,6 +143,9 @@ def markdown_table(result: dict) -> str:
               f"| full `make report` (with plots), cold | {result.get('report_cold_s', float('nan')):.2f} s |",
               f"| sweep, warm wave cache | {result['sweep_configs_per_s']:,.0f} configurations/s |",
               f"| sweep, cold | {result.get('sweep_cold_configs_per_s', float('nan')):,.0f} configurations/s |",
+              f"| peers study (`python -m system_model peers`), warm wave cache | "
+              f"{result.get('peers_s', float('nan')):.1f} s |",
+              f"| peers study, cold | {result.get('peers_cold_s', float('nan')):.1f} s |",
               f"| `make verilog` | {result['make_verilog_s']:.1f} s |"]
     if "make_test_s" in result:
         note = " (kept from an earlier `make bench`)" if result.get("make_test_from_previous_run") else ""
@@ -175,6 +178,11 @@ def model_speed(python: str, tmp: str, runs: int) -> dict:
     out["sweep_cold_configs_per_s"] = statistics.median(rate(cold) for _ in range(runs))
     rate(warm)
     out["sweep_configs_per_s"] = statistics.median(rate(warm) for _ in range(runs))
+    # The peers study on one core (the bound: 30 s), cold once (minutes) and warm.
+    peers = [python, "-m", "system_model", "peers", "--out", tmp, "--no-plots"]
+    out["peers_cold_s"] = _median_time(lambda: _run(peers, env=cold), 1)
+    _run(peers, env=warm)
+    out["peers_s"] = _median_time(lambda: _run(peers, env=warm), runs)
     return out
 
 

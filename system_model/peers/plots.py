@@ -1,0 +1,60 @@
+"""The peers study's heat map: where T3 wins, and by how much over the best software scheme."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .schemes import SCHEME_LABELS
+
+__all__ = ["plot_heatmap"]
+
+
+def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
+    """Two panels over platform x TP: the best T3 variant's layer speedup over the best
+    software scheme's (diverging around 1), and the best software scheme's own speedup,
+    each cell labelled with the scheme. Writes ``stem``.png and .svg."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    platforms = list(dict.fromkeys(r["platform"] for r in rows))
+    tps = sorted({r["tp"] for r in rows})
+    by = {(r["platform"], r["tp"]): r for r in rows}
+
+    def grid(key):
+        return [[(by[(p, tp)][key] if (p, tp) in by and by[(p, tp)][key] is not None else math.nan) for tp in tps]
+                for p in platforms]
+    ratio, software = grid("t3_over_software"), grid("software_speedup")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.55 * len(platforms) + 2.2), constrained_layout=True)
+    finite = [v for row in ratio for v in row if not math.isnan(v)] or [1.0]
+    norm = TwoSlopeNorm(vcenter=1.0, vmin=min(min(finite), 0.95), vmax=max(max(finite), 1.05))
+    panels = ((axes[0], ratio, "RdBu", norm, "T3 (best variant) over the best software scheme", "t3"),
+              (axes[1], software, "viridis", None, "Best software scheme over sequential", "software"))
+    for ax, data, cmap, nrm, title, label_key in panels:
+        image = ax.imshow(data, cmap=cmap, norm=nrm, aspect="auto")
+        ax.set_xticks(range(len(tps)), [f"TP {tp}" for tp in tps])
+        ax.set_yticks(range(len(platforms)), platforms)
+        ax.set_title(title, fontsize=11)
+        for i, p in enumerate(platforms):
+            for j, tp in enumerate(tps):
+                r = by.get((p, tp))
+                value = data[i][j]
+                if r is None or math.isnan(value):
+                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="grey")
+                    continue
+                name = SCHEME_LABELS.get(r[label_key] or "", "")
+                shade = image.norm(value)
+                dark = shade < 0.2 or shade > 0.8 if nrm is not None else shade < 0.4
+                ax.text(j, i, f"{value:.2f}x\n{name}", ha="center", va="center", fontsize=8,
+                        color="white" if dark else "black")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.suptitle("Per-layer speedup, Llama 3 (geomean over models, training and prefill)", fontsize=12)
+    written = []
+    for ext in ("png", "svg"):
+        path = stem.with_suffix(f".{ext}")
+        fig.savefig(path, dpi=130)
+        written.append(path)
+    plt.close(fig)
+    return written

@@ -1,0 +1,231 @@
+"""The peers study: every scheme on every platform x TP x model x phase, per sublayer and
+per layer, and who wins where (``python -m system_model peers``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..layer import layer_ops, op_time_s
+from ..models import MODELS, PHASES, WorkloadConfig, sublayer_gemm
+from ..study import geomean
+from .platforms import PLATFORMS, Platform
+from .schemes import PEER_SCHEMES, SCHEME_LABELS, PeerConfig, PeerResult, evaluate_peers
+
+__all__ = ["DEFAULT_MODELS", "DEFAULT_TPS", "T3_SCHEMES", "SOFTWARE_SCHEMES", "PeerPoint", "PeerLayer", "run_peers",
+           "winners", "peers_markdown", "write_peers"]
+
+DEFAULT_MODELS = ("llama-3-70b", "llama-3-405b")
+
+DEFAULT_TPS = (4, 8, 16, 32)
+#: T3's two variants, and what runs on today's GPUs: the peers and the sequential baseline
+#: itself (where every overlap loses, a user keeps the baseline).
+T3_SCHEMES = ("t3_ring", "t3_direct")
+SOFTWARE_SCHEMES = ("sequential", "flux", "async_tp", "flashoverlap", "dma_collective", "nvls")
+
+
+@dataclass
+class PeerPoint:
+    """One sublayer on one platform: every scheme's result."""
+
+    platform: str
+    model: str
+    tp: int
+    phase: str
+    sublayer: str
+    results: dict[str, PeerResult]
+
+    def speedup(self, scheme: str) -> float | None:
+        r = self.results[scheme]
+        return self.results["sequential"].time_s / r.time_s if r.available else None
+
+
+@dataclass
+class PeerLayer:
+    """One Transformer layer on one platform: the ops outside the sublayers (the same in
+    every scheme) and, per scheme, its sublayers; None where a sublayer's scheme is n/a."""
+
+    platform: str
+    model: str
+    tp: int
+    phase: str
+    other_s: float
+    sublayer_s: dict[str, float | None]
+
+    def time_s(self, scheme: str) -> float | None:
+        s = self.sublayer_s[scheme]
+        return None if s is None else self.other_s + s
+
+    def speedup(self, scheme: str) -> float | None:
+        t = self.time_s(scheme)
+        return None if t is None else self.time_s("sequential") / t
+
+
+def _fits(model, tp: int) -> bool:
+    return all(dim % tp == 0 for dim in (model.hidden, model.ffn, model.fc1_width, model.qkv_width))
+
+
+def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str] = DEFAULT_MODELS,
+              tps: Iterable[int] = DEFAULT_TPS, phases: Iterable[str] = tuple(PHASES), *,
+              peer: PeerConfig | None = None, workload: WorkloadConfig | None = None
+              ) -> tuple[list[PeerPoint], list[PeerLayer]]:
+    """Every scheme at every (platform, model, TP, phase) point whose TP divides the model."""
+    platforms = list(PLATFORMS.values()) if platforms is None else list(platforms)
+    workload = workload or WorkloadConfig()
+    for name in models:
+        if name not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}, not {name!r}")
+    for phase in phases:
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
+    points, layers = [], []
+    for p in platforms:
+        cfg = p.study_config(workload)
+        for name in models:
+            m = MODELS[name]
+            for tp in tps:
+                if not _fits(m, tp):
+                    continue
+                for phase in phases:
+                    tokens = workload.tokens(phase)
+                    ops = layer_ops(m, phase, tokens, tp, bytes_per_element=cfg.kernel.bytes_per_element)
+                    other = sum(op_time_s(op, cfg) for op in ops if op.kind != "sublayer")
+                    here = []
+                    for sub in PHASES[phase]:
+                        res = evaluate_peers(p, cfg, sublayer_gemm(m, sub, tokens, tp), tp, peer=peer)
+                        here.append(PeerPoint(p.name, name, tp, phase, sub, res))
+                    points += here
+                    layers.append(PeerLayer(p.name, name, tp, phase, other, {
+                        s: (None if any(not q.results[s].available for q in here)
+                            else sum(q.results[s].time_s for q in here)) for s in PEER_SCHEMES}))
+    return points, layers
+
+
+def _best(layers: list[PeerLayer], schemes) -> tuple[str | None, float | None]:
+    """The scheme of ``schemes`` with the highest geomean layer speedup over ``layers``
+    (a scheme n/a on any of them is out)."""
+    best = (None, None)
+    for s in schemes:
+        values = [layer.speedup(s) for layer in layers]
+        if not values or any(v is None for v in values):
+            continue
+        g = geomean(values)
+        if best[1] is None or g > best[1]:
+            best = (s, g)
+    return best
+
+
+def winners(layers: list[PeerLayer]) -> list[dict]:
+    """Per (platform, TP): the best T3 variant and the best software scheme (geomean layer
+    speedup over the models and phases), and their ratio."""
+    rows = []
+    keys = dict.fromkeys((layer.platform, layer.tp) for layer in layers)
+    for platform, tp in keys:
+        here = [layer for layer in layers if layer.platform == platform and layer.tp == tp]
+        t3, t3_x = _best(here, T3_SCHEMES)
+        sw, sw_x = _best(here, SOFTWARE_SCHEMES)
+        rows.append({"platform": platform, "tp": tp, "t3": t3, "t3_speedup": t3_x, "software": sw,
+                     "software_speedup": sw_x, "ideal_speedup": _best(here, ("ideal",))[1],
+                     "t3_over_software": (t3_x / sw_x) if t3_x and sw_x else None})
+    return rows
+
+
+def _x(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}x"
+
+
+def peers_markdown(points: list[PeerPoint], layers: list[PeerLayer]) -> str:
+    rows = winners(layers)
+    platforms = list(dict.fromkeys(r["platform"] for r in rows))
+    tps = sorted({r["tp"] for r in rows})
+    lines = ["# T3 against today's software overlap", "",
+             "Generated by `python -m system_model peers`. Speedups are over the sequential scheme (the GEMM, then "
+             "NCCL/RCCL's ring RS and AG), per Transformer layer (every op; the four sublayers in training, two in "
+             "prefill), geomean over the models and phases. `ideal` is the bound: the whole all-reduce hidden "
+             "under the fastest GEMM.", "",
+             "## Who wins where", "",
+             "Each cell: the best software scheme and its speedup / the best T3 variant's speedup.", "",
+             "| platform | " + " | ".join(f"TP {tp}" for tp in tps) + " |",
+             "| --- | " + " | ".join("---" for _ in tps) + " |"]
+    for p in platforms:
+        cells = []
+        for tp in tps:
+            r = next((r for r in rows if r["platform"] == p and r["tp"] == tp), None)
+            if r is None:
+                cells.append("-")
+                continue
+            sw = SCHEME_LABELS[r["software"]] if r["software"] else "none"
+            t3 = SCHEME_LABELS[r["t3"]] if r["t3"] else "T3"
+            cells.append(f"{sw} {_x(r['software_speedup'])} / {t3} {_x(r['t3_speedup'])}")
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    lines += ["", "## Layer speedup per scheme", "",
+              "| platform | TP | " + " | ".join(SCHEME_LABELS[s] for s in PEER_SCHEMES if s != "sequential") + " |",
+              "| --- | --- | " + " | ".join("---" for s in PEER_SCHEMES if s != "sequential") + " |"]
+    for p in platforms:
+        for tp in tps:
+            here = [layer for layer in layers if layer.platform == p and layer.tp == tp]
+            if not here:
+                continue
+            cells = []
+            for s in PEER_SCHEMES:
+                if s == "sequential":
+                    continue
+                values = [layer.speedup(s) for layer in here]
+                cells.append("n/a" if any(v is None for v in values) else _x(geomean(values)))
+            lines.append(f"| {p} | {tp} | " + " | ".join(cells) + " |")
+    lines += ["", "## Why a scheme is n/a", ""]
+    reasons = {}
+    for q in points:
+        for s, r in q.results.items():
+            if not r.available:
+                reasons.setdefault((q.platform, s, r.reason), set()).add(q.tp)
+    for (p, s, reason), tps_na in sorted(reasons.items()):
+        lines.append(f"- {p}, {SCHEME_LABELS[s]} (TP {', '.join(map(str, sorted(tps_na)))}): {reason}")
+    return "\n".join(lines) + "\n"
+
+
+def _csv_rows(points: list[PeerPoint]) -> list[dict]:
+    rows = []
+    for q in points:
+        for s, r in q.results.items():
+            rows.append({"platform": q.platform, "model": q.model, "tp": q.tp, "phase": q.phase,
+                         "sublayer": q.sublayer, "scheme": s,
+                         "time_us": "" if r.time_s is None else f"{r.time_s * 1e6:.3f}",
+                         "gemm_us": "" if r.time_s is None else f"{r.gemm_s * 1e6:.3f}",
+                         "speedup": "" if r.time_s is None else f"{q.speedup(s):.4f}", "na_reason": r.reason})
+    return rows
+
+
+def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, plots: bool = True,
+                validation: str | None = None) -> list[Path]:
+    """Write peers.md, peers.csv, peers.json, the heat map and the validation table."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    md = out / "peers.md"
+    md.write_text(peers_markdown(points, layers))
+    written.append(md)
+    rows = _csv_rows(points)
+    path = out / "peers.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    written.append(path)
+    path = out / "peers.json"
+    path.write_text(json.dumps({
+        "winners": winners(layers),
+        "layers": [{"platform": la.platform, "model": la.model, "tp": la.tp, "phase": la.phase,
+                    "speedup": {s: la.speedup(s) for s in PEER_SCHEMES}} for la in layers],
+    }, indent=1) + "\n")
+    written.append(path)
+    if validation is not None:
+        path = out / "peers_validation.md"
+        path.write_text(validation)
+        written.append(path)
+    if plots:
+        from .plots import plot_heatmap
+        written += plot_heatmap(winners(layers), out / "peers_heatmap")
+    return written

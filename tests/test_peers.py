@@ -1,0 +1,316 @@
+"""The peers study: fabrics, platforms, every scheme's invariants, the published-figure
+validation and the CLI.
+
+The invariants (no scheme beats the ideal bound; an n/a scheme says why; every scheme's
+time falls as the links get faster) run on a sample chosen before any result was looked
+at: one switch, one fully connected and one ring-laid platform, TP inside and beyond the
+domain, a memory-heavy and a compute-heavy sublayer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from system_model.cli import main
+from system_model.fabric import FabricConfig
+from system_model.models import MODELS, GemmShape, sublayer_gemm
+from system_model.peers import PEER_SCHEMES, PLATFORMS, evaluate_peers, platform
+from system_model.peers.validation import BUS_BANDWIDTH, PUBLISHED, SPEEDUP_TOLERANCE, validate, validation_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cfg(p):
+    return p.study_config()
+
+
+def _run(p, shape, tp, **kw):
+    return evaluate_peers(p, _cfg(p), shape, tp, **kw)
+
+
+# -- fabrics -------------------------------------------------------------------------------
+
+def test_fabric_rates_follow_the_topology():
+    h100, mi300x = PLATFORMS["h100-sxm"].fabric, PLATFORMS["mi300x"].fabric
+    # NVSwitch: every NVLink to the switch, whatever the group: 18 x 50 GB/s / 2.
+    assert h100.group_egress_Bps(4) == h100.group_egress_Bps(8) == pytest.approx(450e9)
+    assert h100.pair_Bps(8) == pytest.approx(450e9)
+    # Fully connected xGMI: one 128 GB/s link per peer, 64 GB/s each way.
+    assert mi300x.group_egress_Bps(8) == pytest.approx(7 * 64e9)
+    assert mi300x.group_egress_Bps(4) == pytest.approx(3 * 64e9)
+    assert mi300x.pair_Bps(8) == pytest.approx(64e9)
+    # A ring over the fabric inside the domain sends at the egress; beyond it, the node's NICs.
+    assert h100.ring_link(8).ring_bytes_per_s == pytest.approx(450e9)
+    assert h100.ring_link(16).ring_bytes_per_s == pytest.approx(min(450e9, 8 * 50e9))
+    assert h100.ring_link(16).link_latency_ns == h100.scale_out_latency_ns
+    # Direct sends beyond the domain: the peers outside go through the GPU's own NIC.
+    assert h100.direct_send_s(1e6, 16) == pytest.approx(8 * 1e6 / 50e9)
+    with pytest.raises(ValueError, match="tp must be between 2 and 8"):
+        h100.group_egress_Bps(16)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(topology="torus"), "topology must be one of ring, fully_connected, switch, not 'torus'"),
+    (dict(link_bw_GBps=0), "link_bw_GBps must be greater than 0, not 0"),
+    (dict(topology="ring", links_per_gpu=3), "links_per_gpu must be 2 on a ring, not 3"),
+    (dict(links_per_gpu=6), "links_per_gpu must be at least domain_gpus - 1 = 7 when fully connected, not 6"),
+    (dict(switch_reduction=True), "switch_reduction needs topology 'switch'"),
+    (dict(domain_gpus=1), "domain_gpus must be between 2 and 65536, not 1"),
+    (dict(scale_out_GBps=-5.0), "scale_out_GBps must be greater than 0, not -5.0"),
+])
+def test_fabric_errors_name_the_field_and_the_bound(changes, message):
+    base = PLATFORMS["mi300x"].fabric.__dict__
+    with pytest.raises(ValueError) as error:
+        FabricConfig(**{**base, **changes})
+    assert str(error.value) == message
+
+
+# -- platforms -----------------------------------------------------------------------------
+
+DATASHEET_FIELDS = ("cus", "clock_GHz", "dense_fp16_TFLOPS", "l2_MB", "hbm_GBps", "hbm_stacks", "topology",
+                    "link_bw_GBps", "links_per_gpu", "domain_gpus", "switch_reduction", "scale_out_GBps",
+                    "fp16_flops_per_cycle_per_cu", "hbm_channels", "mc_clock_GHz", "dram_latency_ns",
+                    "link_latency_ns", "scale_out_latency_ns")
+
+
+@pytest.mark.parametrize("name", list(PLATFORMS))
+def test_every_platform_figure_has_a_source(name):
+    p = PLATFORMS[name]
+    missing = [f for f in DATASHEET_FIELDS if not p.sources.get(f)]
+    assert not missing, f"{name}: no source for {missing}"
+    assert p.fabric.switch_reduction == (p.fabric.topology == "switch" and name not in ("a100-sxm", "a800-sxm"))
+
+
+@pytest.mark.parametrize("name, tflops", [("a100-sxm", 312), ("h100-sxm", 989.4), ("b200", 2250),
+                                          ("mi210", 181), ("mi300x", 1307.4), ("mi355x", 2516)])
+def test_derived_matrix_rate_reproduces_the_datasheet(name, tflops):
+    assert PLATFORMS[name].gpu.peak_fp16_flops / 1e12 == pytest.approx(tflops, rel=0.01)
+
+
+def test_unknown_platform_and_field():
+    with pytest.raises(ValueError, match="platform must be one of a100-sxm, .*, not 'h300'"):
+        platform("h300")
+    with pytest.raises(ValueError, match="unknown platform field"):
+        PLATFORMS["h100-sxm"].with_changes(nvlink_GBps=5)
+
+
+# -- invariants ----------------------------------------------------------------------------
+
+#: (platform, TP, model, sublayer, tokens, collective): a switch with and without in-switch
+#: reduction, fully connected, a ring laid on a fully connected board, TP 2, inside and beyond
+#: the domain, large, small and odd shapes, the all-reduce and the reduce-scatter alone.
+RING = PLATFORMS["mi300x"].with_changes(topology="ring", links_per_gpu=2)
+SAMPLE = [
+    ("h100-sxm", 8, GemmShape(8192, 8192, 1024), "all_reduce"),
+    ("h100-sxm", 16, GemmShape(8192, 8192, 512), "all_reduce"),
+    ("a100-sxm", 8, GemmShape(2048, 16384, 6656), "all_reduce"),
+    ("b200", 2, GemmShape(4096, 8192, 2048), "all_reduce"),
+    ("mi300x", 4, GemmShape(8192, 8192, 2048), "all_reduce"),
+    ("mi300x", 8, GemmShape(1000, 3000, 777), "reduce_scatter"),
+    ("mi210", 8, GemmShape(2048, 16384, 2048), "all_reduce"),
+    ("ring", 4, GemmShape(64, 4096, 4096), "all_reduce"),
+]
+
+
+def _platform(name):
+    return RING if name == "ring" else PLATFORMS[name]
+
+
+@pytest.fixture(scope="module")
+def sample_results():
+    return {(name, tp, shape, coll): _run(_platform(name), shape, tp, collective=coll)
+            for name, tp, shape, coll in SAMPLE}
+
+
+def test_no_scheme_beats_the_ideal_bound(sample_results):
+    checked = 0
+    for key, results in sample_results.items():
+        ideal = results["ideal"].time_s
+        for scheme, r in results.items():
+            if r.available:
+                assert r.time_s >= ideal * (1 - 1e-12), (key, scheme, r.time_s, ideal)
+                assert r.time_s >= r.gemm_s > 0, (key, scheme)
+                checked += 1
+    assert checked >= len(sample_results) * 4
+
+
+def test_the_ideal_bound_is_the_fabrics_bytes(sample_results):
+    """Written from the fabric alone (not the model's code): an all-reduce moves its
+    tensor out and in (twice without in-switch reduction); beyond the domain, at least the
+    node-reduced share crosses each GPU's NIC."""
+    for (name, tp, shape, coll), results in sample_results.items():
+        p = _platform(name)
+        f = p.fabric
+        total = shape.m * shape.n * 2
+        if tp <= f.domain_gpus:
+            egress = f.group_egress_Bps(tp) if f.topology != "ring" else 2 * f.link_Bps
+            rs = (tp - 1) / tp * total / egress
+            bound = rs if coll == "reduce_scatter" else (
+                total / egress if f.switch_reduction else 2 * rs)
+        else:
+            nodes = tp // f.domain_gpus
+            rs = total / f.domain_gpus * (nodes - 1) / nodes / (f.scale_out_GBps * 1e9)
+            bound = rs if coll == "reduce_scatter" else 2 * rs
+        assert results["ideal"].time_s >= bound * (1 - 1e-9), (name, tp, shape)
+
+
+def test_schemes_pay_for_their_mechanisms(sample_results):
+    """Spec-level floors, each from the peer's published design."""
+    for (name, tp, shape, _), results in sample_results.items():
+        p = _platform(name)
+        gpu, f = p.gpu, p.fabric
+        chunk = shape.m * shape.n * 2 / tp
+        reduce_pass = (tp + 1) * chunk / gpu.dram_bytes_per_s        # sum tp buffers into one
+        r = results["async_tp"]
+        if r.available:   # one peer at a time over the links to that peer, then the reduction
+            assert r.time_s >= (tp - 1) * chunk / f.pair_Bps(tp) + reduce_pass, (name, tp)
+        r = results["dma_collective"]
+        if r.available:   # the CUs sum the arrivals after the GEMM
+            assert r.time_s >= r.gemm_s + reduce_pass, (name, tp)
+        r = results["flashoverlap"]
+        if r.available:   # NCCL holds its SMs for the whole GEMM
+            from system_model.gemm import gemm_timing
+            from system_model.peers.platforms import library_kernel
+            kernel = library_kernel(p.kernels, shape, gpu)
+            slowest = gemm_timing(shape, gpu, kernel, stages=1, cus=gpu.cus - 16).compute_s
+            assert r.gemm_s >= slowest * (1 - 1e-9), (name, tp)
+
+
+def test_an_unavailable_scheme_says_why(sample_results):
+    seen = set()
+    for (name, tp, _, _), results in sample_results.items():
+        assert results["sequential"].available and results["ideal"].available
+        for scheme, r in results.items():
+            if not r.available:
+                assert r.reason, (name, tp, scheme)
+                seen.add((name, scheme))
+    # NVLS without a reducing switch (A100's NVSwitch gen 2, xGMI); single-domain mechanisms
+    # beyond the domain; direct schemes on a ring.
+    assert {("mi300x", "nvls"), ("a100-sxm", "nvls"), ("mi210", "nvls")} <= seen
+    assert {("h100-sxm", "t3_direct"), ("h100-sxm", "async_tp"), ("mi210", "dma_collective")} <= seen
+    assert {("ring", "flux"), ("ring", "t3_direct"), ("ring", "async_tp")} <= seen
+    assert ("h100-sxm", "nvls") in seen          # TP 16: beyond the NVSwitch domain
+    a100 = sample_results[next(k for k in sample_results if k[0] == "a100-sxm")]["nvls"]
+    assert "switch" in a100.reason
+
+
+def test_t3_without_its_blocks_and_direct_schemes_on_a_ring_are_na():
+    shape = sublayer_gemm(MODELS["llama-3-8b"], "OP", 2048, 4)
+    bare = PLATFORMS["mi300x"].with_changes(t3_blocks=False)
+    r = _run(bare, shape, 4, schemes=("t3_ring", "t3_direct", "dma_nmc", "dma_collective"))
+    assert not r["t3_ring"].available and "near-memory" in r["t3_ring"].reason
+    assert not r["t3_direct"].available and not r["dma_nmc"].available
+    assert r["dma_collective"].available
+    r = _run(RING, shape, 4, schemes=("t3_ring", "t3_direct", "flux", "async_tp", "dma_collective"))
+    assert r["t3_ring"].available
+    for scheme in ("t3_direct", "flux", "async_tp", "dma_collective"):
+        assert not r[scheme].available and "ring" in r[scheme].reason, scheme
+
+
+@pytest.mark.parametrize("name, tp, shape", [
+    ("h100-sxm", 8, GemmShape(8192, 8192, 1280)), ("mi300x", 8, GemmShape(2048, 8192, 1024)),
+    ("h100-sxm", 16, GemmShape(8192, 8192, 640)), ("h100-sxm", 8, GemmShape(64, 4096, 4096)),
+    ("b200", 2, GemmShape(4096, 8192, 2048))])
+def test_every_scheme_is_faster_on_faster_links(name, tp, shape):
+    """Link (and NIC) bandwidth at 0.5x, 1x and 2x the platform's. Allowed: 0.1% of rise,
+    the representative waves' rounding (rates to 0.5% of a channel's service). Beyond 2x,
+    where DRAM rather than the link bounds a transfer, a faster burst can cost a
+    memory-bound GEMM more than it saves (README)."""
+    p = PLATFORMS[name]
+    runs = [_run(q, shape, tp) for q in (p.with_changes(link_bw_GBps=x * p.fabric.link_bw_GBps,
+                                                         scale_out_GBps=x * p.fabric.scale_out_GBps)
+                                         for x in (0.5, 1.0, 2.0))]
+    compared = 0
+    for scheme in PEER_SCHEMES:
+        times = [r[scheme].time_s for r in runs if r[scheme].available]
+        if len(times) == 3:
+            assert times[1] <= times[0] * 1.001 and times[2] <= times[1] * 1.001, (scheme, times)
+            compared += 1
+    assert compared >= 3
+    # The baseline's collective is link-bound: it must gain, not only not lose.
+    assert runs[2]["sequential"].time_s < runs[0]["sequential"].time_s
+
+
+def test_reduce_scatter_only_drops_the_all_gather():
+    p = PLATFORMS["h100-sxm"]
+    shape = GemmShape(4096, 12288, 6144)
+    ar = _run(p, shape, 8, schemes=("sequential",))["sequential"]
+    rs = _run(p, shape, 8, schemes=("sequential",), collective="reduce_scatter")["sequential"]
+    assert ar.gemm_s == rs.gemm_s and ar.time_s > rs.time_s
+    with pytest.raises(ValueError, match="collective must be one of all_reduce, reduce_scatter, not 'ag'"):
+        _run(p, shape, 8, collective="ag")
+    with pytest.raises(ValueError, match="scheme must be one of sequential, "):
+        _run(p, shape, 8, schemes=("magic",))
+
+
+# -- validation ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def validation_rows():
+    return validate()
+
+
+def test_each_peer_speedup_is_within_the_tolerance_chosen_before_the_first_run(validation_rows):
+    # SPEEDUP_TOLERANCE (15%) was written before the model first ran on these points.
+    assert SPEEDUP_TOLERANCE == 0.15
+    held = [r for r in validation_rows if r.metric == "speedup"]
+    assert len(held) == len(PUBLISHED) and {p.scheme for p in PUBLISHED} >= {"flux", "async_tp"}
+    for r in held:
+        assert r.within, f"{r.name}: model {r.model:.3f} vs published {r.published:.3f} ({r.error:+.1%})"
+
+
+def test_bus_bandwidth_misses_are_the_ones_the_readme_explains(validation_rows):
+    """NCCL's bus bandwidths miss the 15% set before the first run: the model has no NCCL
+    protocol overhead and takes NVLS's in-switch reduction at line rate, so it over-predicts
+    both (README, "Where the model misses"). The bounds below flag a change that closes a
+    gap or widens it: either must update the README."""
+    rows = {r.name: r for r in validation_rows if r.metric.startswith("busbw")}
+    assert len(rows) == len(BUS_BANDWIDTH)
+    ring, nvls = rows["NCCL ring RS/AG, 8xH100"], rows["NCCL NVLS all-reduce, 8xH100"]
+    assert not ring.within and not nvls.within
+    assert 0.15 < ring.error <= 0.25 and 0.15 < nvls.error <= 0.50
+    readme = (ROOT / "README.md").read_text()
+    assert "Where the model misses" in readme and "protocol overhead" in readme and "line rate" in readme
+
+
+def test_committed_validation_table_is_current(validation_rows):
+    committed = (ROOT / "sim_results" / "peers_validation.md").read_text()
+    assert committed == validation_markdown(validation_rows), \
+        "sim_results/peers_validation.md is stale: run `python -m system_model peers`"
+
+
+# -- CLI -----------------------------------------------------------------------------------
+
+def test_cli_peers_small_run_writes_its_outputs(tmp_path, capsys):
+    status = main(["peers", "--platforms", "h100-sxm,mi300x", "--models", "llama-3-8b", "--tp", "8",
+                   "--phase", "prefill", "--no-validation", "--out", str(tmp_path)])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "h100-sxm TP  8" in out and "mi300x TP  8" in out
+    for name in ("peers.md", "peers.csv", "peers.json", "peers_heatmap.png", "peers_heatmap.svg"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    text = (tmp_path / "peers.md").read_text()
+    assert "Who wins where" in text and "NVLS (TP 8): no reducing switch" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["peers", "--platforms", "h300"], "error: platform must be one of a100-sxm"),
+    (["peers", "--tp", "0"], "error: tp must be between 2 and 1024, not 0"),
+    (["peers", "--models", "gpt-5"], "error: model must be one of"),
+    (["peers", "--tp", "7", "--models", "llama-3-8b"], "error: no chosen TP degree divides"),
+])
+def test_cli_peers_errors_are_one_line_and_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(message), err
+    assert len([line for line in err if line.startswith("error")]) == 1
+
+
+@pytest.mark.parametrize("name, pin_Gbps", [("a100-sxm", 3.19), ("h100-sxm", 5.23), ("h200-sxm", 6.25),
+                                            ("mi300x", 5.18), ("b200", 7.81)])
+def test_memory_controller_clock_is_half_the_hbm_pin_rate(name, pin_Gbps):
+    # A stack's interface is 1024 bits: bandwidth / (stacks x 128 B) is the pin rate in Gb/s
+    # (H100: 3.35 TB/s over 5 stacks = 5.2 Gb/s, HBM3's range).
+    assert PLATFORMS[name].gpu.mc_clock_GHz == pytest.approx(pin_Gbps / 2, abs=0.01)
