@@ -76,6 +76,7 @@ class FabricConfig:
     scale_out_latency_ns: float
     switch_reduction: bool = False
     switch_reduce_latency_ns: float = 0.0
+    ring_directions: int = 2
 
     def __post_init__(self):
         if self.topology not in TOPOLOGIES:
@@ -87,6 +88,7 @@ class FabricConfig:
         check_positive("scale_out_GBps", self.scale_out_GBps)
         check_range("scale_out_latency_ns", self.scale_out_latency_ns, 0, 1e7)
         check_range("switch_reduce_latency_ns", self.switch_reduce_latency_ns, 0, 1e6)
+        check_int_range("ring_directions", self.ring_directions, 1, 2)
         if self.topology == "ring" and self.links_per_gpu != 2:
             raise ValueError(f"links_per_gpu must be 2 on a ring, not {self.links_per_gpu}")
         if self.topology == "fully_connected" and self.links_per_gpu < self.domain_gpus - 1:
@@ -108,7 +110,7 @@ class FabricConfig:
         """A GPU's sending bandwidth to the other ``n - 1`` GPUs of its group, inside the domain."""
         self._check_group(n)
         if self.topology == "ring":
-            return 2 * self.link_Bps                      # both neighbours (two counter-rotating rings)
+            return self.ring_directions * self.link_Bps   # one neighbour's link, or both (counter-rotating rings)
         if self.topology == "fully_connected":
             return (n - 1) * self._pair_links * self.link_Bps
         return self.links_per_gpu * self.link_Bps

@@ -17,7 +17,14 @@ from system_model.cli import main
 from system_model.fabric import FabricConfig
 from system_model.models import MODELS, GemmShape, sublayer_gemm
 from system_model.peers import PEER_SCHEMES, PLATFORMS, evaluate_peers, platform
-from system_model.peers.validation import BUS_BANDWIDTH, PUBLISHED, SPEEDUP_TOLERANCE, validate, validation_markdown
+from system_model.peers.validation import (
+    BUS_BANDWIDTH,
+    DMA_COLLECTIVES,
+    PUBLISHED,
+    SPEEDUP_TOLERANCE,
+    validate,
+    validation_markdown,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +52,10 @@ def test_fabric_rates_follow_the_topology():
     assert h100.ring_link(8).ring_bytes_per_s == pytest.approx(450e9)
     assert h100.ring_link(16).ring_bytes_per_s == pytest.approx(min(450e9, 8 * 50e9))
     assert h100.ring_link(16).link_latency_ns == h100.scale_out_latency_ns
+    # A ring topology sends on one neighbour's link or on both.
+    ring = FabricConfig(**{**mi300x.__dict__, "topology": "ring", "links_per_gpu": 2})
+    assert ring.group_egress_Bps(4) == pytest.approx(2 * 64e9)
+    assert FabricConfig(**{**ring.__dict__, "ring_directions": 1}).ring_link(4).ring_bytes_per_s == pytest.approx(64e9)
     # Direct sends beyond the domain: the peers outside go through the GPU's own NIC.
     assert h100.direct_send_s(1e6, 16) == pytest.approx(8 * 1e6 / 50e9)
     with pytest.raises(ValueError, match="tp must be between 2 and 8"):
@@ -59,6 +70,7 @@ def test_fabric_rates_follow_the_topology():
     (dict(switch_reduction=True), "switch_reduction needs topology 'switch'"),
     (dict(domain_gpus=1), "domain_gpus must be between 2 and 65536, not 1"),
     (dict(scale_out_GBps=-5.0), "scale_out_GBps must be greater than 0, not -5.0"),
+    (dict(ring_directions=3), "ring_directions must be between 1 and 2, not 3"),
 ])
 def test_fabric_errors_name_the_field_and_the_bound(changes, message):
     base = PLATFORMS["mi300x"].fabric.__dict__
@@ -145,7 +157,7 @@ def test_the_ideal_bound_is_the_fabrics_bytes(sample_results):
         f = p.fabric
         total = shape.m * shape.n * 2
         if tp <= f.domain_gpus:
-            egress = f.group_egress_Bps(tp) if f.topology != "ring" else 2 * f.link_Bps
+            egress = f.group_egress_Bps(tp) if f.topology != "ring" else f.ring_directions * f.link_Bps
             rs = (tp - 1) / tp * total / egress
             bound = rs if coll == "reduce_scatter" else (
                 total / egress if f.switch_reduction else 2 * rs)
@@ -256,7 +268,8 @@ def test_each_peer_speedup_is_within_the_tolerance_chosen_before_the_first_run(v
     # SPEEDUP_TOLERANCE (15%) was written before the model first ran on these points.
     assert SPEEDUP_TOLERANCE == 0.15
     held = [r for r in validation_rows if r.metric == "speedup"]
-    assert len(held) == len(PUBLISHED) and {p.scheme for p in PUBLISHED} >= {"flux", "async_tp"}
+    assert len(held) == len(PUBLISHED) + len(DMA_COLLECTIVES)
+    assert {p.scheme for p in PUBLISHED} >= {"flux", "async_tp"}
     for r in held:
         assert r.within, f"{r.name}: model {r.model:.3f} vs published {r.published:.3f} ({r.error:+.1%})"
 

@@ -146,14 +146,23 @@ _DERIVED = {
     **{k: v[1] for k, v in ASSUMED.items()},
 }
 
-_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com, 2021); NVIDIA A100 architecture whitepaper"
-_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com); NVIDIA H100 architecture whitepaper (Hopper)"
-_NV_H200 = "NVIDIA H200 Tensor Core GPU product page / datasheet (nvidia.com)"
-_NV_B200 = "NVIDIA HGX B200 / DGX B200 datasheet (nvidia.com); NVIDIA Blackwell architecture technical brief"
-_AMD_MI210 = "AMD Instinct MI210 accelerator datasheet and product page (amd.com)"
-_AMD_MI300X = "AMD Instinct MI300X data sheet (amd.com); AMD CDNA 3 architecture whitepaper"
-_AMD_MI355X = "AMD Instinct MI355X product page / data sheet (amd.com); AMD CDNA 4 architecture whitepaper"
-
+_NV_A100 = ("NVIDIA A100 datasheet (nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+            "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); NVIDIA Ampere tuning guide "
+            "(docs.nvidia.com/cuda/ampere-tuning-guide): 40 MB L2, NVLink 12 x 50 GB/s")
+_NV_H100 = ("NVIDIA H100 datasheet; NVIDIA Hopper tuning guide (docs.nvidia.com/cuda/hopper-tuning-guide): 50 MB L2, "
+            "NVLink 18 x 50 GB/s; 989.4 TF dense fp16 at 1.83 GHz")
+_NV_H200 = ("NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s; MLPerf Inference v4.1 H200-SXM-141GBx8 system description "
+            "(18 NVLink 4, 900 GB/s); L2 as H100 (same die)")
+_NV_B200 = ("NVIDIA DGX/HGX B200 datasheets (64 TB/s HBM3e and 36 PF dense fp16 per 8 GPUs); NVIDIA Blackwell tuning "
+            "guide (docs.nvidia.com/cuda/blackwell-tuning-guide): 126 MB L2; Chips and Cheese, B200: 148 SMs measured")
+_AMD_MI210 = ("AMD Instinct MI210 product page and ROCm GPU specifications (rocm.docs.amd.com/en/latest/reference/"
+              "gpu-specs.html): 104 CUs, 1.7 GHz, 181 TF fp16, 1.6 TB/s HBM2e, 8 MB L2")
+_AMD_MI300X = ("AMD CDNA 3 white paper (amd.com/content/dam/amd/en/documents/instinct-tech-docs/white-papers/"
+               "amd-cdna-3-white-paper.pdf); ROCm MI300 microarchitecture (rocm.docs.amd.com/en/latest/reference/"
+               "gpu-arch/mi300.html): 304 CUs, 1307.4 TF fp16, 5.3 TB/s, 8 HBM3 stacks, 256 MB Infinity Cache")
+_AMD_MI355X = ("AMD CDNA 4 white paper (amd.com/content/dam/amd/en/documents/instinct-tech-docs/white-papers/"
+               "amd-cdna-4-architecture-whitepaper.pdf); ROCm GPU specifications: 256 CUs, 2.4 GHz, 2.5 PF fp16, "
+               "8 TB/s HBM3E, 256 MB Infinity Cache")
 
 def _sources(arch: str, gpu_source: str, fabric_source: str, nic_source: str, **specific: str) -> dict[str, str]:
     base = {name: gpu_source for name in ("cus", "clock_GHz", "dense_fp16_TFLOPS", "l2_MB", "hbm_GBps",
@@ -185,8 +194,10 @@ PLATFORMS: dict[str, Platform] = {p.name: p for p in [
         _fabric("switch", link_bw_GBps=50, links=8, domain=8, nic_Gbps=200),
         _KERNELS["ampere"][0],
         "NVIDIA A800 SXM4 80GB (the A100 with NVLink cut to 400 GB/s for export), HGX 8-GPU",
-        _sources("ampere", _NV_A100 + "; NVIDIA A800 product page (A100 compute, NVLink 400 GB/s)",
-                 "NVIDIA A800 product page: NVLink 400 GB/s (8 links x 50 GB/s)",
+        _sources("ampere", _NV_A100 + "; A800: the A100 die, compute and memory unchanged (no NVIDIA datasheet "
+                 "found; Tweakers and AI Wiki report the A800 announcement)",
+                 "A800: NVLink 'reduced from 600 GB/s to 400 GB/s' (AI Wiki, Tweakers; link count unpublished, "
+                 "8 x 50 GB/s assumed); 8-GPU NVSwitch gen 2 board assumed as HGX A100",
                  "assumed as HGX A100: ConnectX-6 HDR 200 Gb/s per GPU")),
     Platform(
         "h100-sxm",
@@ -196,7 +207,8 @@ PLATFORMS: dict[str, Platform] = {p.name: p for p in [
         _KERNELS["hopper"][0],
         "NVIDIA H100 SXM5 80GB, HGX H100 8-GPU (NVLink 4 through NVSwitch gen 3 with NVLink SHARP)",
         _sources("hopper", _NV_H100, "H100 datasheet: NVLink 900 GB/s (18 fourth-generation links x 50 GB/s); Hopper "
-                 "whitepaper: NVSwitch gen 3 with NVLink SHARP", "HGX H100: ConnectX-7 NDR 400 Gb/s per GPU")),
+                 "whitepaper: NVSwitch gen 3 with NVLink SHARP",
+                 "NVIDIA HGX AI factory reference architecture (H100, H200, B200): 400 Gb/s per GPU")),
     Platform(
         "h800-sxm",
         _gpu(cus=132, boost_GHz=1.83, dense_fp16_TFLOPS=989.4, l2_MB=50, hbm_GBps=3350, stacks=5,
@@ -204,8 +216,10 @@ PLATFORMS: dict[str, Platform] = {p.name: p for p in [
         _fabric("switch", link_bw_GBps=50, links=8, domain=8, nic_Gbps=400, sharp=True),
         _KERNELS["hopper"][0],
         "NVIDIA H800 SXM5 (the H100 with NVLink cut to 400 GB/s for export), HGX 8-GPU",
-        _sources("hopper", _NV_H100 + "; NVIDIA H800 product page (H100 compute, NVLink 400 GB/s)",
-                 "NVIDIA H800 product page: NVLink 400 GB/s (8 links x 50 GB/s) on NVSwitch gen 3",
+        _sources("hopper", _NV_H100 + "; H800: the H100 die with NVLink cut to 400 GB/s (no NVIDIA datasheet; "
+                 "Zhao et al., DeepSeek, ISCA'25: 'reduced from 900 GB/s to 400 GB/s')",
+                 "DeepSeek ISCA'25: NVLink 400 GB/s (link count unpublished; 8 x 50 GB/s assumed) on an HGX H800 "
+                 "NVSwitch board; NVLS presumed as H100",
                  "assumed as HGX H100: ConnectX-7 NDR 400 Gb/s per GPU")),
     Platform(
         "h200-sxm",

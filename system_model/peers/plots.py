@@ -16,6 +16,7 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     each cell labelled with the scheme. Writes ``stem``.png and .svg."""
     import matplotlib
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "t3-peers"     # stable element ids: the SVG diffs only when the data do
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
 
@@ -54,7 +55,7 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     written = []
     for ext in ("png", "svg"):
         path = stem.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=130)
+        fig.savefig(path, dpi=130, metadata={"Date": None} if ext == "svg" else None)
         written.append(path)
     plt.close(fig)
     return written
