@@ -56,6 +56,10 @@ def test_fabric_rates_follow_the_topology():
     ring = FabricConfig(**{**mi300x.__dict__, "topology": "ring", "links_per_gpu": 2})
     assert ring.group_egress_Bps(4) == pytest.approx(2 * 64e9)
     assert FabricConfig(**{**ring.__dict__, "ring_directions": 1}).ring_link(4).ring_bytes_per_s == pytest.approx(64e9)
+    # Reduced inside the node first, then between nodes: 1/8 of the tensor crosses the NIC.
+    t = 1e9
+    assert h100.hierarchical_rs_s(t, 16) == pytest.approx(max(7 / 8 * t / 450e9, t / 8 * (1 / 2) / 50e9))
+    assert h100.hierarchical_rs_s(t, 32) == pytest.approx(max(7 / 8 * t / 450e9, t / 8 * (3 / 4) / 50e9))
     # Direct sends beyond the domain: the peers outside go through the GPU's own NIC.
     assert h100.direct_send_s(1e6, 16) == pytest.approx(8 * 1e6 / 50e9)
     with pytest.raises(ValueError, match="tp must be between 2 and 8"):
@@ -188,6 +192,19 @@ def test_schemes_pay_for_their_mechanisms(sample_results):
             kernel = library_kernel(p.kernels, shape, gpu)
             slowest = gemm_timing(shape, gpu, kernel, stages=1, cus=gpu.cus - 16).compute_s
             assert r.gemm_s >= slowest * (1 - 1e-9), (name, tp)
+
+
+@pytest.mark.parametrize("name, tp, shape", [("h100-sxm", 8, GemmShape(4096, 12288, 6144)),
+                                             ("mi300x", 4, GemmShape(8192, 8192, 2048))])
+def test_reductions_on_cus_come_after_everything_they_sum(name, tp, shape):
+    """The reduce-scatter alone (no all-gather after it): async-TP's reduction kernel runs
+    after the last chunk's matmul, the DMA collective's after the GEMM, each reading tp
+    chunks and writing one at the DRAM's rate."""
+    p = PLATFORMS[name]
+    r = _run(p, shape, tp, schemes=("async_tp", "dma_collective"), collective="reduce_scatter")
+    reduce_pass = (tp + 1) * shape.m * shape.n * 2 / tp / p.gpu.dram_bytes_per_s
+    for scheme in ("async_tp", "dma_collective"):
+        assert r[scheme].time_s >= r[scheme].gemm_s + reduce_pass, scheme
 
 
 def test_an_unavailable_scheme_says_why(sample_results):
