@@ -20,9 +20,10 @@ def build_config(preset_name: str = "t3-paper", *, rtl_timing=None, **hardware_c
     ``sim_results/rtl_timing.json`` if present, else the RTL components' properties.
     """
     from .block_timing import RTL_TIMING_JSON
+    from .presets import DESCRIPTIONS
 
     system = preset(preset_name)
     if hardware_changes:
         system = system.with_changes(**hardware_changes)
     block = load_block_timing(RTL_TIMING_JSON if rtl_timing is None else rtl_timing)
-    return StudyConfig(system=system, block=block)
+    return StudyConfig(system=system, block=block, kernel=DESCRIPTIONS[preset_name].kernels[0])

@@ -86,14 +86,26 @@ def _from_properties() -> BlockTiming:
 def load_block_timing(path: Path | None = RTL_TIMING_JSON) -> BlockTiming:
     """Measured timing from ``path`` if it exists, else the components' properties."""
     if path is not None and Path(path).exists():
-        data = json.loads(Path(path).read_text())
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("figures"), dict):
+            raise ValueError(f"{path}: not an rtl_timing.json (no 'figures' table; `make characterize` writes one)")
         figures = data["figures"]
+
+        def figure(name, kind):
+            try:
+                return kind(figures[name]["value"])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}: figures.{name}.value is missing or not a number") from None
         return BlockTiming(
-            trigger_cycles=int(figures["tracker_trigger_latency"]["value"]),
-            dma_issue_cycles=int(figures["dma_issue_latency"]["value"]),
-            reducer_requests_per_cycle=float(figures["reducer_requests_per_cycle_ring_stream"]["value"]),
-            reducer_write_cycles=int(figures["reducer_write_latency"]["value"]),
-            reducer_beat_bytes=int(figures["reducer_beat_bytes"]["value"]),
-            source=f"{Path(path).name} (measured in RTL simulation)",
+            trigger_cycles=figure("tracker_trigger_latency", int),
+            dma_issue_cycles=figure("dma_issue_latency", int),
+            reducer_requests_per_cycle=figure("reducer_requests_per_cycle_ring_stream", float),
+            reducer_write_cycles=figure("reducer_write_latency", int),
+            reducer_beat_bytes=figure("reducer_beat_bytes", int),
+            source=f"{path.name} (measured in RTL simulation)",
         )
     return _from_properties()

@@ -6,16 +6,15 @@ Errors in options or configuration print one line and exit with status 2.
 from __future__ import annotations
 
 import argparse
-import csv
+import os
 import sys
 import time
 from pathlib import Path
 
-from . import build_config, dram_queue
+from . import dram_queue
 from .hardware import PRESETS
 from .models import MODELS, PHASES
 from .report import cu_sharing_study, format_cu_sharing, format_table, write_outputs
-from .schemes import SCHEMES
 from .study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
 
 __all__ = ["main"]
@@ -66,7 +65,9 @@ def _jobs(text: str) -> int:
 
 def _add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="t3-paper", choices=list(PRESETS),
-                   help="hardware preset (default: %(default)s)")
+                   help="hardware preset (default: %(default)s; `show-preset NAME` prints one as TOML)")
+    p.add_argument("--hardware-file", type=Path, default=None,
+                   help="a hardware description (TOML, as `show-preset` prints) instead of --preset")
     p.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
@@ -82,22 +83,43 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         + ", ".join(f"{m} {'/'.join(map(str, t))}" for m, t in PAPER_TP.items()) + ")")
     p.add_argument("--phase", choices=[*PHASES, "all"], default="all",
                    help="training (OP, FC-2, FC-1, IP), prefill (OP, FC-2) or all (default: %(default)s)")
+    p.add_argument("--model-file", type=Path, default=None,
+                   help="a model description (TOML: name, hidden, ffn, activation, heads, kv_heads, layers, "
+                        "[workload] seq_len and micro_batch); runs it alone unless --models names others too")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m system_model",
+    parser = _Parser(prog=Path(sys.argv[0]).name if Path(sys.argv[0]).name == "t3-model" else "python -m system_model",
                      description="T3 sublayer study: speedup and DRAM traffic of sequential, ideal overlap, "
                                  "ideal RS+NMC, T3, T3-MCA and CU-sharing for Transformer sublayers.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     report = sub.add_parser("report", help="run the study and write tables and plots (the default command)")
     _add_common(report)
     report.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    sweep = sub.add_parser("sweep", help="vary link bandwidth, HBM bandwidth and TP; write a CSV")
+    sweep = sub.add_parser(
+        "sweep", help="vary any hardware field, TP and model over a grid, on one process or on Dask; write a CSV",
+        description="Examples: 't3-model sweep --axis link_bw_GBps=100:900:100 --axis hbm_GBps=1000,2000,4000 "
+                    "--axis tp=4,8,16 --models gpt-3' (a LocalCluster, one worker per core); '--workers 1' (this "
+                    "process); '--scheduler tcp://host:8786' (an existing Dask cluster); '--resume' (skip the "
+                    "tasks an interrupted run finished); '--format parquet'. Without --axis: link x HBM bandwidth.")
     _add_common(sweep)
-    sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=[75, 150, 300, 600],
-                       help="link bandwidths (bidirectional, GB/s) (default: 75,150,300,600)")
-    sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=[500, 1000, 2000, 4000],
-                       help="HBM bandwidths (GB/s) (default: 500,1000,2000,4000)")
+    sweep.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
+                       help="a field and its values, a list (a,b,c) or an inclusive range (start:stop:step); "
+                            "repeatable: GPU, link or kernel fields, tp, model")
+    sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=None,
+                       help="link bandwidths (bidirectional, GB/s), the same as --axis link_bw_GBps=... "
+                            "(default without --axis: 75,150,300,600)")
+    sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=None,
+                       help="HBM bandwidths (GB/s), as --axis hbm_GBps=... "
+                            "(default without --axis: 500,1000,2000,4000)")
+    sweep.add_argument("--workers", type=_jobs, default=os.cpu_count() or 1,
+                       help="worker processes of a local Dask cluster; 1 runs in this process (default: one per core)")
+    sweep.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:8786)")
+    sweep.add_argument("--resume", action="store_true", help="keep the finished tasks of an interrupted sweep")
+    sweep.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                       help="also write the results as JSON or Parquet (the CSV is always written; default: csv)")
+    sweep.add_argument("--no-plots", action="store_true",
+                       help="skip the heat map (speedup over the first two axes, a panel per scheme)")
     sweep.set_defaults(tp=None)
     sensitivity = sub.add_parser(
         "sensitivity", help="move every calibrated value down and up by a step, re-run the headline points and "
@@ -106,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     sensitivity.add_argument("--step", type=_step, default=0.25,
                              help="fraction each calibrated value is moved down and up by, between 0 and 1 "
                                   "(default: %(default)s)")
+    sensitivity.add_argument("--no-plots", action="store_true", help="skip the tornado chart")
     sensitivity.add_argument("--jobs", type=_jobs, default=1,
                              help="worker processes that run the variants (default: %(default)s)")
     crosscheck = sub.add_parser(
@@ -140,17 +163,73 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
                        help="which phase (default: %(default)s)")
     peers.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    peers.add_argument("--hardware-file", type=Path, default=None,
+                       help="a hardware description (TOML) to run, alone unless --platforms names others too")
+    peers.add_argument("--model-file", type=Path, default=None,
+                       help="a model description (TOML), alone unless --models names others too")
     peers.add_argument("--no-plots", action="store_true", help="skip the heat map")
     peers.add_argument("--no-validation", action="store_true", help="skip the published-figure validation")
     peers.add_argument("--sensitivity", action="store_true",
                        help="also move each assumed value by -/+25%% on a sample and write peers_sensitivity.md "
                             "(about a minute more)")
+    show = sub.add_parser("show-preset", help="print a preset as a hardware description (TOML) to start from",
+                          description="Example: 'python -m system_model show-preset h100-sxm > my_gpu.toml', "
+                                      "edit it, then 'python -m system_model report --hardware-file my_gpu.toml'.")
+    show.add_argument("name", help="one of " + ", ".join(PRESETS))
     return parser
 
 
+def _show_preset(args) -> int:
+    from .descriptions import dump_hardware
+    from .presets import DESCRIPTIONS
+
+    if args.name not in DESCRIPTIONS:
+        raise ValueError(f"preset must be one of {', '.join(DESCRIPTIONS)}, not {args.name!r}")
+    print(dump_hardware(DESCRIPTIONS[args.name]), end="")
+    return 0
+
+
+def _hardware(args):
+    """The hardware description the command runs: --hardware-file's, else --preset's."""
+    from .descriptions import read_hardware
+    from .presets import DESCRIPTIONS
+
+    if getattr(args, "hardware_file", None) is not None:
+        return read_hardware(args.hardware_file)
+    return DESCRIPTIONS[args.preset]
+
+
+def _model_file(args):
+    """Read --model-file, add its model to the zoo and to --models; return its workload (or None)."""
+    from .descriptions import read_model
+    from .models import MODELS as zoo
+
+    if getattr(args, "model_file", None) is None:
+        return None
+    described = read_model(args.model_file)
+    m = described.model
+    if m.name in zoo and zoo[m.name] != m:
+        raise ValueError(f"{args.model_file.name}: name {m.name!r} is a built-in model's; choose another")
+    for tp in getattr(args, "tp", None) or ():
+        if m.heads % tp:
+            raise ValueError(f"{args.model_file.name}: heads {m.heads} must be divisible by tp {tp} "
+                             f"(tensor parallelism splits the heads across the GPUs)")
+    zoo[m.name] = m
+    args.models = [*(args.models or []), m.name] if m.name not in (args.models or []) else args.models
+    return described.workload
+
+
+def _study_config(args, **changes):
+    cfg = _hardware(args).study_config(getattr(args, "workload", None), rtl_timing=_rtl_timing(args.rtl_timing))
+    if changes:
+        from dataclasses import replace
+        cfg = replace(cfg, system=cfg.system.with_changes(**changes))
+    return cfg
+
+
 def _peer_platforms() -> list[str]:
-    from .peers.platforms import PLATFORMS as peer_platforms
-    return list(peer_platforms)
+    from .peers.platforms import DEFAULT_PLATFORMS
+    return list(DEFAULT_PLATFORMS)
 
 
 def _peers(args) -> int:
@@ -158,13 +237,19 @@ def _peers(args) -> int:
     from .peers.study import DEFAULT_MODELS, DEFAULT_TPS, run_peers, winners, write_peers
     from .peers.validation import validate, validation_markdown
 
-    platforms = [platform(name) for name in (args.platforms or _peer_platforms())]
+    workload = args.workload
+    named = args.platforms or ([] if args.hardware_file is not None else _peer_platforms())
+    platforms = [platform(name) for name in named]
+    if args.hardware_file is not None:
+        from .descriptions import read_hardware
+        platforms.append(read_hardware(args.hardware_file))
     for tp in args.tp or ():
         if not 2 <= tp <= 1024:
             raise ValueError(f"tp must be between 2 and 1024, not {tp}")
     phases = list(PHASES) if args.phase == "all" else [args.phase]
     started = time.perf_counter()
-    points, layers = run_peers(platforms, args.models or DEFAULT_MODELS, args.tp or DEFAULT_TPS, phases)
+    points, layers = run_peers(platforms, args.models or DEFAULT_MODELS, args.tp or DEFAULT_TPS, phases,
+                               workload=workload)
     if not layers:
         raise ValueError("no chosen TP degree divides the chosen models' dimensions")
     validation = None if args.no_validation else validation_markdown(validate())
@@ -246,7 +331,7 @@ def _points(args):
 def _report(args) -> int:
     from .layer import layer_study, layer_table
 
-    cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
+    cfg = _study_config(args)
     results = run_study(cfg, _points(args))
     summaries = {n: s for n in [*HEADLINE_SETS, "all"] if (s := summarise(results, n))}
     phases = list(PHASES) if args.phase == "all" else [args.phase]
@@ -270,13 +355,17 @@ def _report(args) -> int:
 def _sensitivity(args) -> int:
     from .sensitivity import format_sensitivity, run_sensitivity, write_sensitivity
 
-    cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing))
+    cfg = _study_config(args)
     result = run_sensitivity(cfg, step=args.step, jobs=args.jobs)
     print(f"preset {cfg.system.name}: {cfg.system.source}")
     print(f"block timing: {cfg.block.source}, in memory-controller cycles at {cfg.system.gpu.mc_clock_GHz:g} GHz")
     print(format_sensitivity(result))
     for path in write_sensitivity(result, args.out):
         print(f"wrote {path}")
+    if not args.no_plots:
+        from .figures import plot_tornado
+        for path in plot_tornado(result, args.out / f"sensitivity_{result.preset}_tornado"):
+            print(f"wrote {path}")
     return 0
 
 
@@ -289,35 +378,38 @@ def _progress(done: int, total: int, started: float) -> None:
 
 
 def _sweep(args) -> int:
-    tps = args.tp or [4, 8, 16, 32]
-    models = args.models or list(MODELS)
-    phases = list(PHASES) if args.phase == "all" else [args.phase]
-    grid = [(link, hbm) for link in args.link_bw_GBps for hbm in args.hbm_GBps]
-    points = [p for p in study_points(models, tps, phases)
-              if _divides(p)]
-    if not points:
-        raise ValueError("no sublayer of the chosen models divides evenly at the chosen TP degrees")
-    if not grid:
-        raise ValueError("--link-bw-GBps and --hbm-GBps need at least one value each")
-    total = len(grid) * len(points)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"sweep_{args.preset}.csv"
-    started = time.perf_counter()
-    done = 0
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["link_bw_GBps", "hbm_GBps", "model", "tp", "phase", "sublayer",
-                         *[f"speedup_{s}" for s in SCHEMES[1:]], "dram_cut_t3_mca"])
-        for link, hbm in grid:
-            cfg = build_config(args.preset, rtl_timing=_rtl_timing(args.rtl_timing), link_bw_GBps=link, hbm_GBps=hbm)
-            for r in run_study(cfg, points, timeline=False):
-                p = r.point
-                writer.writerow([link, hbm, p.model, p.tp, p.phase, p.sublayer,
-                                 *[f"{r.speedup(s):.4f}" for s in SCHEMES[1:]], f"{r.dram_cut('t3_mca'):.4f}"])
-            done += len(points)
-            _progress(done, total, started)
-    elapsed = time.perf_counter() - started
-    print(f"{total} configurations in {elapsed:.2f} s ({total / elapsed:,.0f}/s); wrote {path}")
+    from .sweep import SweepSpec, parse_axis, run_sweep, stderr_progress
+
+    axes = [parse_axis(text) for text in args.axis]
+    if args.link_bw_GBps is not None:
+        axes.insert(0, parse_axis("link_bw_GBps=" + ",".join(map(str, args.link_bw_GBps))))
+    if args.hbm_GBps is not None:
+        hbm = parse_axis("hbm_GBps=" + ",".join(map(str, args.hbm_GBps)))
+        axes.insert(1 if args.link_bw_GBps is not None else 0, hbm)
+    if not args.axis and args.link_bw_GBps is None and args.hbm_GBps is None:
+        axes = [parse_axis("link_bw_GBps=75,150,300,600"), parse_axis("hbm_GBps=500,1000,2000,4000")]
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise ValueError(f"--axis: {next(n for n in names if names.count(n) > 1)} is given twice")
+    tps = next((a.values for a in axes if a.name == "tp"), None) or (tuple(args.tp) if args.tp else (4, 8, 16, 32))
+    models = next((a.values for a in axes if a.name == "model"), None) or tuple(args.models or MODELS)
+    for name in models:
+        if name not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}, not {name!r}")
+    phases = tuple(PHASES) if args.phase == "all" else (args.phase,)
+    spec = SweepSpec(_hardware(args), tuple(a for a in axes if a.name not in ("tp", "model")),
+                     tuple(MODELS[m] for m in models), tuple(tps), phases, args.workload,
+                     str(_rtl_timing(args.rtl_timing)) if args.rtl_timing else None)
+    path, ran, seconds = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+                                   resume=args.resume, fmt=args.format, progress=stderr_progress)
+    print(file=sys.stderr)
+    rate = ran / seconds if seconds > 0 else float("inf")
+    print(f"{ran} configurations in {seconds:.2f} s ({rate:,.0f}/s); wrote {path}")
+    if not args.no_plots and len(spec.axes) >= 2:
+        from .figures import plot_sweep_heatmap
+        csv_path = args.out / f"sweep_{spec.hardware.name}.csv"
+        for written in plot_sweep_heatmap(csv_path, args.out / f"sweep_{spec.hardware.name}_heatmap"):
+            print(f"wrote {written}")
     return 0
 
 
@@ -332,7 +424,7 @@ def _divides(p) -> bool:
 
 
 _COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck,
-             "peers": _peers}
+             "peers": _peers, "show-preset": _show_preset}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -341,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["report", *argv]
     try:
         args = _parser().parse_args(argv)
+        if args.command == "show-preset":
+            return _show_preset(args)
+        args.workload = _model_file(args)        # a --model-file's model joins the zoo before anything runs
         loaded = dram_queue.load_cache()
         status = _COMMANDS[args.command](args)
         stored = dram_queue.save_cache()
@@ -352,3 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     except (ValueError, TypeError, OSError, KeyError) as error:
         return _fail(str(error))
+
+
+def main_entry() -> None:
+    """The ``t3-model`` console script."""
+    raise SystemExit(main())

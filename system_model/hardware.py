@@ -1,9 +1,11 @@
-"""Hardware presets: GPU, memory and ring-link parameters, with their sources.
+"""GPU, memory and ring-link parameters; the presets, read from their TOML files.
 
-Every field carries its unit in its name. ``t3-paper`` is the GPU the T3 paper simulates
-(80 CUs, 1.4 GHz, 16 MB L2, 1 TB/s HBM2; ring links of 150 GB/s bidirectional and 500 ns).
-Where the paper gives no number the field says what was chosen and why (see also the
-calibration table in the README).
+Every field carries its unit in its name. The presets live in ``system_model/presets/``
+(one file per platform, with a source for every figure; :mod:`.descriptions`):
+``t3-paper`` is the GPU the T3 paper simulates (80 CUs, 1.4 GHz, 16 MB L2, 1 TB/s HBM2;
+ring links of 150 GB/s bidirectional and 500 ns), the others today's GPUs. Where a source
+gives no number the file says what was chosen and why (see also the calibration table in
+the README).
 """
 
 from __future__ import annotations
@@ -149,51 +151,15 @@ class SystemConfig:
         return replace(self, gpu=replace(self.gpu, **gpu_fields), link=replace(self.link, **link_fields))
 
 
-PRESETS: dict[str, SystemConfig] = {
-    "t3-paper": SystemConfig(
-        "t3-paper",
-        GpuConfig(cus=80, clock_GHz=1.4,
-                  # Assumed CDNA2 matrix-core rate (MI210: 181 TFLOPS fp16 = 104 CU x 1.7 GHz x 1024).
-                  fp16_flops_per_cycle_per_cu=1024,
-                  l2_MB=16, hbm_GBps=1000,
-                  hbm_efficiency=0.85,  # assumed: typical achieved fraction of HBM2 peak
-                  mc_clock_GHz=1.0,     # HBM2 at 2 Gb/s/pin: 1 GHz controller clock
-                  hbm_channels=32),     # 4 HBM2 stacks x 8 channels
-        LinkConfig(link_bw_GBps=150, link_latency_ns=500),
-        "T3 paper (Pati et al., ASPLOS'24), simulated system",
-    ),
-    "mi210": SystemConfig(
-        "mi210",
-        GpuConfig(cus=104, clock_GHz=1.7, fp16_flops_per_cycle_per_cu=1024, l2_MB=8, hbm_GBps=1638,
-                  hbm_efficiency=0.85, mc_clock_GHz=1.6, hbm_channels=32),
-        LinkConfig(link_bw_GBps=100, link_latency_ns=500),
-        "AMD Instinct MI210 datasheet: 104 CU, 1.7 GHz, 181 TFLOPS fp16, 1.6 TB/s HBM2e, "
-        "Infinity Fabric 100 GB/s per link",
-    ),
-    "mi300x": SystemConfig(
-        "mi300x",
-        GpuConfig(cus=304, clock_GHz=2.1, fp16_flops_per_cycle_per_cu=2048, l2_MB=256, hbm_GBps=5300,
-                  hbm_efficiency=0.85, mc_clock_GHz=2.6, hbm_channels=128),
-        LinkConfig(link_bw_GBps=128, link_latency_ns=500),
-        "AMD Instinct MI300X datasheet: 304 CU, 2.1 GHz, 1307 TFLOPS dense fp16, 256 MB Infinity "
-        "Cache, 5.3 TB/s HBM3, Infinity Fabric 128 GB/s per link",
-    ),
-    "h100-sxm": SystemConfig(
-        "h100-sxm",
-        GpuConfig(cus=132, clock_GHz=1.83, fp16_flops_per_cycle_per_cu=4096, l2_MB=50, hbm_GBps=3350,
-                  hbm_efficiency=0.85, mc_clock_GHz=2.6, hbm_channels=80),
-        LinkConfig(link_bw_GBps=900, link_latency_ns=500),
-        "NVIDIA H100 SXM5 datasheet: 132 SM, 989 TFLOPS dense fp16, 50 MB L2, 3.35 TB/s HBM3, "
-        "NVLink 900 GB/s",
-    ),
-    "h200": SystemConfig(
-        "h200",
-        GpuConfig(cus=132, clock_GHz=1.83, fp16_flops_per_cycle_per_cu=4096, l2_MB=50, hbm_GBps=4800,
-                  hbm_efficiency=0.85, mc_clock_GHz=3.0, hbm_channels=96),
-        LinkConfig(link_bw_GBps=900, link_latency_ns=500),
-        "NVIDIA H200 SXM datasheet: H100 compute, 4.8 TB/s HBM3e, NVLink 900 GB/s",
-    ),
-}
+def _presets() -> dict[str, SystemConfig]:
+    # The presets are TOML files (system_model/presets/); their reader needs the classes
+    # above, so it is imported here, after them.
+    from .presets import DESCRIPTIONS
+    return {name: d.system for name, d in DESCRIPTIONS.items()}
+
+
+#: Every shipped preset's system (``python -m system_model show-preset NAME`` prints its file).
+PRESETS: dict[str, SystemConfig] = _presets()
 
 
 def preset(name: str) -> SystemConfig:

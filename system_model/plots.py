@@ -17,6 +17,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display on CI machines
+matplotlib.rcParams["svg.hashsalt"] = "t3"  # stable SVG ids: a figure's file changes only with its data
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -97,21 +98,24 @@ def _sublayer_ticks(ax, facet: list[PointResult]) -> None:
 
 
 def _save(fig, path: Path) -> Path:
+    """The PNG at ``path`` and an SVG beside it (no date in it: reproducible)."""
     fig.savefig(path, dpi=DPI)
+    fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
     plt.close(fig)
     return path
 
 
 def plot_speedups(results: list[PointResult], path: Path) -> Path:
-    """Speedup over sequential: a panel per model and TP with the sublayers on the x axis and
-    a bar per scheme (prefill hatched), and a panel of each set's geomean."""
-    schemes = SCHEMES[1:]
+    """Speedup over sequential: a panel per model and TP with the sublayers on the x axis, a
+    bar per scheme (prefill hatched) and a dashed line for ideal overlap over each group, and
+    a panel of each set's geomean."""
+    schemes = [s for s in SCHEMES[1:] if s != "ideal_overlap"]
     width = 0.8 / len(schemes)
     offsets = [(i - len(schemes) / 2 + 0.5) * width for i in range(len(schemes))]
     facets = _facets(results)
     summaries = [s for name in [*HEADLINE_SETS, "all"] if (s := summarise(results, name))]
     fig, axes = _grid(len(facets) + 1)
-    top = max(1.6, max(r.speedup(s) for r in results for s in schemes) + 0.1)
+    top = max(1.6, max(r.speedup(s) for r in results for s in [*schemes, "ideal_overlap"]) + 0.1)
     for ax, ((model, tp), facet) in zip(axes, facets.items(), strict=False):
         for i, scheme in enumerate(schemes):
             for phase, hatch in (("training", None), ("prefill", PREFILL_HATCH)):
@@ -119,9 +123,13 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
                 if js:
                     _bars(ax, [j + offsets[i] for j in js], [facet[j].speedup(scheme) for j in js], width,
                           _colour(scheme), hatch=hatch)
+        ax.hlines([r.speedup("ideal_overlap") for r in facet], [j - 0.45 for j in range(len(facet))],
+                  [j + 0.45 for j in range(len(facet))], colors="black", linestyles="--", linewidth=1.0)
         _sublayer_ticks(ax, facet)
         ax.set_title(f"{model}, TP {tp}", fontsize=9)
     ax = axes[-1]
+    ax.hlines([s.speedup_geomean["ideal_overlap"] for s in summaries], [j - 0.45 for j in range(len(summaries))],
+              [j + 0.45 for j in range(len(summaries))], colors="black", linestyles="--", linewidth=1.0)
     for i, scheme in enumerate(schemes):
         _bars(ax, [j + offsets[i] for j in range(len(summaries))], [s.speedup_geomean[scheme] for s in summaries],
               width, _colour(scheme))
@@ -136,6 +144,7 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
     for ax in axes[::min(4, len(axes))]:
         ax.set_ylabel("speedup over sequential", fontsize=8)
     handles = [Patch(color=_colour(s), label=s) for s in schemes]
+    handles.append(Line2D([], [], color="black", linestyle="--", label="ideal_overlap"))
     handles.append(Patch(facecolor="#bbbbbb", edgecolor="white", hatch=PREFILL_HATCH, label="prefill (hatched)"))
     _legend(fig, handles, "Sublayer speedup (GEMM + all-reduce) over sequential, per model and TP")
     return _save(fig, path)

@@ -143,6 +143,10 @@ def markdown_table(result: dict) -> str:
               f"| full `make report` (with plots), cold | {result.get('report_cold_s', float('nan')):.2f} s |",
               f"| sweep, warm wave cache | {result['sweep_configs_per_s']:,.0f} configurations/s |",
               f"| sweep, cold | {result.get('sweep_cold_configs_per_s', float('nan')):,.0f} configurations/s |",
+              f"| sweep on Dask, 1 worker, cold | "
+              f"{result.get('sweep_dask_1_workers_configs_per_s', float('nan')):,.0f} configurations/s |",
+              f"| sweep on Dask, 2 workers, cold | "
+              f"{result.get('sweep_dask_2_workers_configs_per_s', float('nan')):,.0f} configurations/s |",
               f"| peers study (`python -m system_model peers`), warm wave cache | "
               f"{result.get('peers_s', float('nan')):.1f} s |",
               f"| peers study, cold | {result.get('peers_cold_s', float('nan')):.1f} s |",
@@ -158,6 +162,11 @@ def markdown_table(result: dict) -> str:
 
 #: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
 SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000"]
+
+
+#: The Dask sweep timed: 4 link x 4 HBM bandwidths (16 tasks) over two models' TP 8 and 16.
+DASK_SWEEP_ARGS = ["--models", "t-nlg,gpt-3", "--tp", "8,16", "--axis", "link_bw_GBps=75:300:75",
+                   "--axis", "hbm_GBps=500,1000,2000,4000"]
 
 
 def model_speed(python: str, tmp: str, runs: int) -> dict:
@@ -178,6 +187,14 @@ def model_speed(python: str, tmp: str, runs: int) -> dict:
     out["sweep_cold_configs_per_s"] = statistics.median(rate(cold) for _ in range(runs))
     rate(warm)
     out["sweep_configs_per_s"] = statistics.median(rate(warm) for _ in range(runs))
+    # The sweep on a Dask LocalCluster of 1 and 2 workers (cold waves, so that the work is
+    # the simulations the workers share out, not reading a cache).
+    for workers in (1, 2):
+        def dask_rate(w=workers) -> float:
+            done = _run([python, "-m", "system_model", "sweep", "--out", tmp, "--workers", str(w),
+                         *DASK_SWEEP_ARGS], env=cold)
+            return float(re.search(r"\(([\d,]+)/s\)", done.stdout).group(1).replace(",", ""))
+        out[f"sweep_dask_{workers}_workers_configs_per_s"] = statistics.median(dask_rate() for _ in range(runs))
     # The peers study on one core (the issue's bound: 30 s), cold once (minutes) and warm.
     peers = [python, "-m", "system_model", "peers", "--out", tmp, "--no-plots"]
     out["peers_cold_s"] = _median_time(lambda: _run(peers, env=cold), 1)

@@ -106,7 +106,7 @@ def test_derived_matrix_rate_reproduces_the_datasheet(name, tflops):
 
 
 def test_unknown_platform_and_field():
-    with pytest.raises(ValueError, match="platform must be one of a100-sxm, .*, not 'h300'"):
+    with pytest.raises(ValueError, match="platform must be one of t3-paper, a100-sxm, .*, not .h300."):
         platform("h300")
     with pytest.raises(ValueError, match="unknown platform field"):
         PLATFORMS["h100-sxm"].with_changes(nvlink_GBps=5)
@@ -326,7 +326,7 @@ def test_cli_peers_small_run_writes_its_outputs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["peers", "--platforms", "h300"], "error: platform must be one of a100-sxm"),
+    (["peers", "--platforms", "h300"], "error: platform must be one of t3-paper, a100-sxm"),
     (["peers", "--tp", "0"], "error: tp must be between 2 and 1024, not 0"),
     (["peers", "--models", "gpt-5"], "error: model must be one of"),
     (["peers", "--tp", "7", "--models", "llama-3-8b"], "error: no chosen TP degree divides"),

@@ -147,6 +147,8 @@ def test_lower_compute_efficiency_never_makes_sequential_faster(cfg):
 def test_cli_writes_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("system_model.sensitivity.headline_points", few_points)
     assert main(["sensitivity", "--step", "0.1", "--jobs", "1", "--out", str(tmp_path)]) == 0
+    for ext in ("png", "svg"):      # the tornado chart
+        assert (tmp_path / f"sensitivity_t3-paper_tornado.{ext}").stat().st_size > 5000
     out = capsys.readouterr().out
     assert "speedup geomean" in out and "set headline" in out and "-10%" in out and "+10%" in out
     md, js = tmp_path / "sensitivity_t3-paper.md", tmp_path / "sensitivity_t3-paper.json"

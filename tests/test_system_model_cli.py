@@ -90,6 +90,7 @@ def test_report_writes_table_and_files(tmp_path, capsys):
         assert (tmp_path / name).stat().st_size > 0, name
     for name in ("speedup_t3-paper.png", "traffic_t3-paper.png", "timeline_fc2_t3-paper.png"):
         assert_png(tmp_path / name)
+        assert (tmp_path / name).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
     data = json.loads((tmp_path / "report_t3-paper.json").read_text())
     assert {r["scheme"] for r in data["rows"]} == set(SCHEMES)
     assert data["config"]["block_timing"]["source"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..layer import layer_ops, op_time_s
 from ..models import MODELS, PHASES, WorkloadConfig, sublayer_gemm
 from ..study import geomean
-from .platforms import PLATFORMS, Platform
+from .platforms import DEFAULT_PLATFORMS, PLATFORMS, Platform
 from .schemes import PEER_SCHEMES, SCHEME_LABELS, PeerConfig, PeerResult, evaluate_peers
 
 __all__ = ["DEFAULT_MODELS", "DEFAULT_TPS", "T3_SCHEMES", "SOFTWARE_SCHEMES", "PeerPoint", "PeerLayer", "run_peers",
@@ -73,7 +73,7 @@ def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str]
               peer: PeerConfig | None = None, workload: WorkloadConfig | None = None
               ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     """Every scheme at every (platform, model, TP, phase) point whose TP divides the model."""
-    platforms = list(PLATFORMS.values()) if platforms is None else list(platforms)
+    platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
     workload = workload or WorkloadConfig()
     for name in models:
         if name not in MODELS:

@@ -1,0 +1,320 @@
+"""Design-space sweeps: any hardware or kernel field as an axis, on one process or on Dask.
+
+``t3-model sweep --axis link_bw_GBps=100:900:100 --axis hbm_GBps=1000,2000,4000 --axis
+tp=4,8,16`` runs the sublayer study (every scheme, every chosen model, TP, phase and
+sublayer) at every point of the product of the hardware axes. A **configuration** is one
+hardware point with one sublayer point; a **task** is one hardware point with all its
+sublayer points, and the unit that runs on a worker.
+
+* An axis is ``NAME=a,b,c`` (a list) or ``NAME=start:stop:step`` (inclusive of ``stop``).
+  ``NAME`` is a field of the GPU (:class:`~.hardware.GpuConfig`), of the ring link
+  (:class:`~.hardware.LinkConfig`) or of the GEMM kernel (:class:`~.gemm.GemmKernelConfig`),
+  or ``tp`` / ``model`` (which choose the sublayer points).
+* ``workers=1`` runs in this process; more run on a ``dask.distributed`` LocalCluster
+  (one single-threaded worker process each), and ``scheduler="tcp://host:8786"`` runs on an
+  existing cluster. The results are the same, bit for bit: each task is deterministic and
+  the file is written in task order at the end.
+* Results are appended to ``sweep_<name>.csv`` as each task finishes (with its task
+  number), so an interrupted sweep resumes (``resume=True``) without redoing finished
+  tasks; a sidecar ``sweep_<name>.axes.json`` records the axes, and a resume with other
+  axes is refused. ``fmt`` ``json`` or ``parquet`` also writes ``sweep_<name>.json`` or
+  ``.parquet`` (pyarrow) at the end.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .gemm import GemmKernelConfig
+from .hardware import GpuConfig, LinkConfig
+from .models import MODELS, PHASES, TransformerModel
+from .schemes import SCHEMES
+from .study import OTHER_TP, PAPER_TP, Point
+
+__all__ = ["Axis", "parse_axis", "HARDWARE_AXES", "SweepSpec", "run_sweep", "FORMATS"]
+
+HARDWARE_AXES = {**{f: "gpu" for f in GpuConfig.__dataclass_fields__},
+                 **{f: "link" for f in LinkConfig.__dataclass_fields__},
+                 **{f: "kernel" for f in GemmKernelConfig.__dataclass_fields__}}
+POINT_AXES = ("tp", "model")
+FORMATS = ("csv", "json", "parquet")
+
+
+def _field_kind(name: str) -> str:
+    cls = {"gpu": GpuConfig, "link": LinkConfig, "kernel": GemmKernelConfig}[HARDWARE_AXES[name]]
+    return str(cls.__dataclass_fields__[name].type)
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple
+
+
+def _number(text: str, kind: str, name: str):
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--axis {name}: expected a number, not {text!r}") from None
+    if kind == "int":
+        if value != int(value):
+            raise ValueError(f"--axis {name}: expected an integer, not {text!r}")
+        return int(value)
+    return value
+
+
+def parse_axis(text: str) -> Axis:
+    """``NAME=a,b,c`` or ``NAME=start:stop:step``; the name must be a known field."""
+    if "=" not in text:
+        raise ValueError(f"--axis must be NAME=VALUES, not {text!r}")
+    name, spec = (part.strip() for part in text.split("=", 1))
+    if name not in HARDWARE_AXES and name not in POINT_AXES:
+        raise ValueError(f"--axis {name}: not a sweepable field (one of tp, model, "
+                         f"{', '.join(HARDWARE_AXES)})")
+    if name == "model":
+        values = tuple(v.strip() for v in spec.split(",") if v.strip())
+        for v in values:
+            if v not in MODELS:
+                raise ValueError(f"--axis model: model must be one of {', '.join(MODELS)}, not {v!r}")
+    else:
+        kind = "int" if name == "tp" else _field_kind(name)
+        if kind == "bool":
+            raise ValueError(f"--axis {name}: a true/false field is not swept")
+        if ":" in spec:
+            parts = spec.split(":")
+            if len(parts) != 3:
+                raise ValueError(f"--axis {name}: a range is start:stop:step, not {spec!r}")
+            start, stop, step = (_number(p, kind, name) for p in parts)
+            if step <= 0 or stop < start:
+                raise ValueError(f"--axis {name}: a range needs step > 0 and stop >= start, not {spec!r}")
+            count = math.floor((stop - start) / step + 1e-9) + 1
+            values = tuple(start + i * step if kind == "int" else round(start + i * step, 12) for i in range(count))
+        else:
+            values = tuple(_number(v, kind, name) for v in spec.split(",") if v.strip())
+    if not values:
+        raise ValueError(f"--axis {name}: no values in {spec!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"--axis {name}: repeated values in {spec!r}")
+    return Axis(name, values)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What to sweep: the hardware description, its axes, and the sublayer points."""
+
+    hardware: object                    # descriptions.HardwareDescription
+    axes: tuple[Axis, ...]              # hardware axes only, in the order given
+    models: tuple[TransformerModel, ...]
+    tps: tuple[int, ...] | None
+    phases: tuple[str, ...]
+    workload: object | None = None
+    rtl_timing: str | None = None
+
+    def points(self) -> list[Point]:
+        points = []
+        for m in self.models:
+            for tp in (self.tps or PAPER_TP.get(m.name, OTHER_TP)):
+                for phase in self.phases:
+                    for sub in PHASES[phase]:
+                        if _divides(m, sub, tp):
+                            points.append(Point(m.name, tp, phase, sub))
+        return points
+
+    def tasks(self) -> list[dict]:
+        names = [a.name for a in self.axes]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(a.values for a in self.axes))]
+
+    def signature(self) -> dict:
+        return {"hardware": self.hardware.name, "axes": {a.name: list(a.values) for a in self.axes},
+                "models": [m.name for m in self.models], "tps": list(self.tps) if self.tps else None,
+                "phases": list(self.phases)}
+
+
+def _divides(m: TransformerModel, sublayer: str, tp: int) -> bool:
+    from .models import sublayer_gemm
+    try:
+        sublayer_gemm(m, sublayer, 1, tp)
+    except ValueError:
+        return False
+    return True
+
+
+def _columns(spec: SweepSpec) -> list[str]:
+    return ["task", *(a.name for a in spec.axes), "model", "tp", "phase", "sublayer",
+            *[f"speedup_{s}" for s in SCHEMES[1:]], "dram_cut_t3_mca"]
+
+
+def _value(v) -> str:
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+_LOADED = False
+
+
+def evaluate_task(spec: SweepSpec, index: int, changes: dict) -> tuple[int, list[list[str]]]:
+    """One hardware point: every sublayer point under every scheme, as CSV rows."""
+    global _LOADED
+    from . import dram_queue
+    from .study import run_study
+
+    if not _LOADED:          # a worker process reads the stored waves once
+        dram_queue.load_cache()
+        _LOADED = True
+    for m in spec.models:    # models from files join a worker's zoo too
+        MODELS.setdefault(m.name, m)
+    cfg = task_config(spec, changes)
+    rows = []
+    for r in run_study(cfg, spec.points(), timeline=False):
+        p = r.point
+        rows.append([str(index), *(_value(changes[a.name]) for a in spec.axes), p.model, str(p.tp), p.phase,
+                     p.sublayer, *[f"{r.speedup(s):.4f}" for s in SCHEMES[1:]], f"{r.dram_cut('t3_mca'):.4f}"])
+    return index, rows
+
+
+def task_config(spec: SweepSpec, changes: dict):
+    """The study configuration of one hardware point (raises ValueError for a bad value)."""
+    cfg = spec.hardware.study_config(spec.workload, rtl_timing=spec.rtl_timing)
+    hw = {k: v for k, v in changes.items() if HARDWARE_AXES[k] in ("gpu", "link")}
+    kernel = {k: v for k, v in changes.items() if HARDWARE_AXES[k] == "kernel"}
+    return dataclasses.replace(cfg, system=cfg.system.with_changes(**hw) if hw else cfg.system,
+                               kernel=dataclasses.replace(cfg.kernel, **kernel) if kernel else cfg.kernel)
+
+
+def _save_worker_cache() -> int:
+    from . import dram_queue
+    return dram_queue.save_cache()
+
+
+def progress_line(done: int, total: int, started: float, width: int = 30) -> str:
+    elapsed = max(time.perf_counter() - started, 1e-9)
+    rate = done / elapsed
+    eta = (total - done) / rate if rate > 0 else float("inf")
+    filled = width * done // max(total, 1)
+    eta_text = "--:--" if math.isinf(eta) else f"{int(eta // 60):d}:{int(eta % 60):02d}"
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configurations, {rate:,.0f}/s, ETA {eta_text}"
+
+
+def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | None = None,
+              resume: bool = False, fmt: str = "csv",
+              progress: Callable[[str], None] | None = None) -> tuple[Path, int, float]:
+    """Run every task not already in the results; return (path, configurations run, seconds)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    points = spec.points()
+    if not points:
+        raise ValueError("no sublayer of the chosen models divides evenly at the chosen TP degrees")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"sweep_{spec.hardware.name}.csv"
+    sidecar = path.with_suffix(".axes.json")
+    columns = _columns(spec)
+    tasks = spec.tasks()
+    for t in tasks:              # every point's values checked here, before any worker runs
+        task_config(spec, t)
+    done: dict[int, list[list[str]]] = {}
+    if resume and path.exists():
+        recorded = json.loads(sidecar.read_text()) if sidecar.exists() else None
+        if recorded != spec.signature():
+            raise ValueError(f"{path}: was written by another sweep (axes, models, TP or phases differ); "
+                             "run without --resume to start again")
+        with path.open(newline="") as f:
+            reader = csv.reader(f)
+            if next(reader, None) != columns:
+                raise ValueError(f"{path}: its columns differ from this sweep's; run without --resume")
+            for row in reader:
+                done.setdefault(int(row[0]), []).append(row)
+        # A task is finished only with all its rows (a crash may cut the last one short).
+        done = {i: rows for i, rows in done.items() if len(rows) == len(points)}
+    else:
+        sidecar.write_text(json.dumps(spec.signature(), indent=1) + "\n")
+    pending = [(i, t) for i, t in enumerate(tasks) if i not in done]
+    total = len(tasks) * len(points)
+    started = time.perf_counter()
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for i in sorted(done):
+            writer.writerows(done[i])
+        f.flush()
+        finished = len(done) * len(points)
+
+        def record(index, rows):
+            nonlocal finished
+            done[index] = rows
+            writer.writerows(rows)
+            f.flush()
+            finished += len(rows)
+            if progress:
+                progress(progress_line(finished, total, started))
+        if workers == 1 and scheduler is None:
+            for i, t in pending:
+                record(*evaluate_task(spec, i, t))
+        else:
+            _run_on_dask(spec, pending, workers, scheduler, record)
+    # Written again in task order: the same bytes whatever finished first.
+    rows = [row for i in sorted(done) for row in done[i]]
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    if fmt != "csv":
+        path = _convert(path, columns, rows, fmt)
+    return path, len(pending) * len(points), time.perf_counter() - started
+
+
+def _run_on_dask(spec, pending, workers, scheduler, record) -> None:
+    import logging
+
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if scheduler is not None:
+        client, cluster = Client(scheduler, timeout="20s"), None
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = [client.submit(evaluate_task, spec, i, t, pure=False) for i, t in pending]
+        for future in as_completed(futures):
+            record(*future.result())
+        client.run(_save_worker_cache)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _convert(path: Path, columns: list[str], rows: list[list[str]], fmt: str) -> Path:
+    def typed(name, text):
+        if name in ("model", "phase", "sublayer"):
+            return text
+        number = float(text)
+        return int(number) if name in ("task", "tp") or (number.is_integer() and "." not in text) else number
+    records = [{c: typed(c, v) for c, v in zip(columns, row, strict=True)} for row in rows]
+    if fmt == "json":
+        target = path.with_suffix(".json.tmp")
+        target.write_text(json.dumps(records, indent=0) + "\n")
+        final = path.with_suffix(".json")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        target = path.with_suffix(".parquet.tmp")
+        pq.write_table(pa.Table.from_pylist(records), target)
+        final = path.with_suffix(".parquet")
+    os.replace(target, final)
+    return final
+
+
+def stderr_progress(line: str) -> None:
+    print("\r" + line, end="", file=sys.stderr, flush=True)

@@ -1,0 +1,111 @@
+"""Design-space sweeps: axes, a 2-worker Dask LocalCluster bit for bit against one process,
+an existing scheduler, resuming an interrupted sweep, and the output formats."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from system_model.cli import main
+from system_model.sweep import parse_axis
+
+SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps=75:300:75", "--axis", "hbm_GBps=1000,2000"]
+
+
+def _rows(path):
+    with path.open() as f:
+        return list(csv.reader(f))
+
+
+def test_axes_lists_ranges_and_types():
+    assert parse_axis("link_bw_GBps=100:400:100").values == (100.0, 200.0, 300.0, 400.0)
+    assert parse_axis("hbm_GBps=1000,2000,4000").values == (1000.0, 2000.0, 4000.0)
+    assert parse_axis("tp=4,8,16").values == (4, 8, 16)
+    assert parse_axis("cus=64:128:32").values == (64, 96, 128)
+    assert parse_axis("compute_efficiency=0.6:0.8:0.1").values == (0.6, 0.7, 0.8)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hbm=1000", "--axis hbm: not a sweepable field"),
+    ("cus=64.5", "--axis cus: expected an integer, not '64.5'"),
+    ("link_bw_GBps=100:50:10", "--axis link_bw_GBps: a range needs step > 0 and stop >= start"),
+    ("link_bw_GBps=1:2", "--axis link_bw_GBps: a range is start:stop:step"),
+    ("hbm_GBps=1000,1000", "--axis hbm_GBps: repeated values"),
+    ("tp", "--axis must be NAME=VALUES"),
+    ("model=gpt-5", "--axis model: model must be one of"),
+    ("mc_reads_first=1", "--axis mc_reads_first: a true/false field is not swept"),
+])
+def test_bad_axes_are_one_line_and_exit_2(text, message, tmp_path, capsys):
+    assert main(["sweep", "--axis", text, "--workers", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one")
+    assert main(["sweep", *SMALL, "--workers", "1", "--out", str(out)]) == 0
+    return out / "sweep_t3-paper.csv"
+
+
+def test_one_process_sweep_has_every_configuration(one_process):
+    rows = _rows(one_process)
+    assert rows[0][:3] == ["task", "link_bw_GBps", "hbm_GBps"]
+    assert len(rows) - 1 == 4 * 2 * 2 * 6    # links x HBMs x TPs x sublayers
+    assert [int(r[0]) for r in rows[1:]] == sorted(int(r[0]) for r in rows[1:])
+
+
+def test_two_dask_workers_match_one_process_bit_for_bit(one_process, tmp_path, capsys):
+    assert main(["sweep", *SMALL, "--workers", "2", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "sweep_t3-paper.csv").read_bytes() == one_process.read_bytes()
+    for ext in ("png", "svg"):      # the heat map over the two axes
+        assert (tmp_path / f"sweep_t3-paper_heatmap.{ext}").stat().st_size > 5000
+    err = capsys.readouterr().err
+    assert "configurations" in err and "/s" in err and "ETA" in err
+
+
+def test_an_existing_scheduler_runs_the_same_sweep(one_process, tmp_path):
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main(["sweep", *SMALL, "--scheduler", cluster.scheduler_address, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "sweep_t3-paper.csv").read_bytes() == one_process.read_bytes()
+
+
+def test_an_interrupted_sweep_resumes_without_redoing_finished_tasks(one_process, tmp_path, capsys):
+    assert main(["sweep", *SMALL, "--workers", "1", "--out", str(tmp_path)]) == 0
+    path = tmp_path / "sweep_t3-paper.csv"
+    rows = _rows(path)
+    per_task = 2 * 6
+    # Interrupted: three tasks done, the fourth cut short.
+    kept = rows[:1 + 3 * per_task + per_task // 2]
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(kept)
+    capsys.readouterr()
+    assert main(["sweep", *SMALL, "--workers", "1", "--resume", "--out", str(tmp_path)]) == 0
+    assert f"{(8 - 3) * per_task} configurations in" in capsys.readouterr().out
+    assert path.read_bytes() == one_process.read_bytes()
+
+
+def test_resume_refuses_another_sweeps_results(tmp_path, capsys):
+    assert main(["sweep", *SMALL, "--workers", "1", "--out", str(tmp_path)]) == 0
+    other = [a if a != "hbm_GBps=1000,2000" else "hbm_GBps=1000,3000" for a in SMALL]
+    assert main(["sweep", *other, "--workers", "1", "--resume", "--out", str(tmp_path)]) == 2
+    assert "was written by another sweep" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_formats_hold_the_same_rows(fmt, one_process, tmp_path):
+    assert main(["sweep", *SMALL, "--workers", "1", "--format", fmt, "--out", str(tmp_path)]) == 0
+    expected = _rows(one_process)
+    if fmt == "json":
+        records = json.loads((tmp_path / "sweep_t3-paper.json").read_text())
+    else:
+        import pyarrow.parquet as pq
+        records = pq.read_table(tmp_path / "sweep_t3-paper.parquet").to_pylist()
+    assert len(records) == len(expected) - 1
+    assert list(records[0]) == expected[0]
+    assert [str(r["model"]) for r in records] == [row[expected[0].index("model")] for row in expected[1:]]
+    assert [f"{r['speedup_t3_mca']:.4f}" for r in records] == \
+        [row[expected[0].index("speedup_t3_mca")] for row in expected[1:]]
