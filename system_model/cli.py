@@ -93,9 +93,15 @@ def _parser() -> argparse.ArgumentParser:
                      description="T3 sublayer study: speedup and DRAM traffic of sequential, ideal overlap, "
                                  "ideal RS+NMC, T3, T3-MCA and CU-sharing for Transformer sublayers.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    report = sub.add_parser("report", help="run the study and write tables and plots (the default command)")
+    report = sub.add_parser(
+        "report", help="run the study and write tables and plots (the default command)",
+        description="Examples: 't3-model report' (the paper's study on t3-paper); 't3-model report --preset "
+                    "h100-sxm --models llama-3-70b --tp 8'; 't3-model report --hardware-file my_gpu.toml "
+                    "--model-file my_model.toml --format parquet'.")
     _add_common(report)
-    report.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    report.add_argument("--no-plots", action="store_true", help="skip the plots")
+    report.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                        help="also write the per-point table as JSON rows or Parquet (default: csv only)")
     sweep = sub.add_parser(
         "sweep", help="vary any hardware field, TP and model over a grid, on one process or on Dask; write a CSV",
         description="Examples: 't3-model sweep --axis link_bw_GBps=100:900:100 --axis hbm_GBps=1000,2000,4000 "
@@ -123,7 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.set_defaults(tp=None)
     sensitivity = sub.add_parser(
         "sensitivity", help="move every calibrated value down and up by a step, re-run the headline points and "
-                            "report how the T3-MCA headline figures move; write sensitivity_<preset>.md/.json")
+                            "report how the T3-MCA headline figures move; write sensitivity_<preset>.md/.json",
+        description="Examples: 't3-model sensitivity --jobs 2' (±25%%, a tornado chart); 't3-model sensitivity "
+                    "--step 0.1 --hardware-file my_gpu.toml'.")
     _add_config(sensitivity)
     sensitivity.add_argument("--step", type=_step, default=0.25,
                              help="fraction each calibrated value is moved down and up by, between 0 and 1 "
@@ -168,6 +176,8 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--model-file", type=Path, default=None,
                        help="a model description (TOML), alone unless --models names others too")
     peers.add_argument("--no-plots", action="store_true", help="skip the heat map")
+    peers.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                       help="also write the per-point table as JSON rows or Parquet (default: csv only)")
     peers.add_argument("--no-validation", action="store_true", help="skip the published-figure validation")
     peers.add_argument("--sensitivity", action="store_true",
                        help="also move each assumed value by -/+25%% on a sample and write peers_sensitivity.md "
@@ -258,7 +268,8 @@ def _peers(args) -> int:
         t3 = "n/a" if row["t3_speedup"] is None else f"{row['t3_speedup']:.2f}x"
         soft = "n/a" if row["software_speedup"] is None else f"{row['software_speedup']:.2f}x"
         print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}")
-    for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation):
+    for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation,
+                            fmt=args.format):
         print(f"wrote {path}")
     if args.sensitivity:
         from .peers.sensitivity import run_peer_sensitivity, sensitivity_markdown
@@ -347,7 +358,7 @@ def _report(args) -> int:
         print("End to end, one Transformer layer:")
         print(layer_table(layers))
     for path in write_outputs(results, cfg, args.out, plots=not args.no_plots, layers=layers,
-                              cu_sharing=cu_sharing):
+                              cu_sharing=cu_sharing, fmt=args.format):
         print(f"wrote {path}")
     return 0
 

@@ -249,7 +249,8 @@ def format_cu_sharing(study: dict[int, dict]) -> str:
 
 
 def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, plots: bool = True,
-                  layers: list | None = None, cu_sharing: dict[int, dict] | None = None) -> list[Path]:
+                  layers: list | None = None, cu_sharing: dict[int, dict] | None = None,
+                  fmt: str = "csv") -> list[Path]:
     """Write CSV, JSON and Markdown (and PNG plots) named after the preset; return the paths.
 
     ``layers`` (:func:`system_model.layer.layer_study`) and ``cu_sharing``
@@ -266,6 +267,9 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
         writer.writeheader()
         writer.writerows(rows)
     paths.append(csv_path)
+    from .sweep import write_table
+    if (table := write_table(rows, out / stem, fmt)) is not None:       # --format json|parquet
+        paths.append(table)
 
     json_path = out / f"{stem}.json"
     sets = [*summaries]

@@ -41,7 +41,7 @@ from .models import MODELS, PHASES, TransformerModel
 from .schemes import SCHEMES
 from .study import OTHER_TP, PAPER_TP, Point
 
-__all__ = ["Axis", "parse_axis", "HARDWARE_AXES", "SweepSpec", "run_sweep", "FORMATS"]
+__all__ = ["Axis", "parse_axis", "HARDWARE_AXES", "SweepSpec", "run_sweep", "FORMATS", "write_table"]
 
 HARDWARE_AXES = {**{f: "gpu" for f in GpuConfig.__dataclass_fields__},
                  **{f: "link" for f in LinkConfig.__dataclass_fields__},
@@ -282,7 +282,7 @@ def _run_on_dask(spec, pending, workers, scheduler, record) -> None:
     if scheduler is not None:
         client, cluster = Client(scheduler, timeout="20s"), None
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
     try:
         futures = [client.submit(evaluate_task, spec, i, t, pure=False) for i, t in pending]
@@ -314,6 +314,24 @@ def _convert(path: Path, columns: list[str], rows: list[list[str]], fmt: str) ->
         final = path.with_suffix(".parquet")
     os.replace(target, final)
     return final
+
+
+def write_table(records: list[dict], stem: Path, fmt: str) -> Path | None:
+    """``records`` (one dict per row) as ``stem``.json or ``stem``.parquet for ``--format``;
+    None for csv (the commands write their CSV themselves)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if fmt == "csv":
+        return None
+    if fmt == "json":
+        path = stem.with_suffix(".rows.json")
+        path.write_text(json.dumps(records, indent=0) + "\n")
+        return path
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = stem.with_suffix(".parquet")
+    pq.write_table(pa.Table.from_pylist(records), path)
+    return path
 
 
 def stderr_progress(line: str) -> None:

@@ -161,12 +161,14 @@ def markdown_table(result: dict) -> str:
 
 
 #: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
-SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000"]
+SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000",
+              "--workers", "1", "--no-plots"]
 
 
-#: The Dask sweep timed: 4 link x 4 HBM bandwidths (16 tasks) over two models' TP 8 and 16.
-DASK_SWEEP_ARGS = ["--models", "t-nlg,gpt-3", "--tp", "8,16", "--axis", "link_bw_GBps=75:300:75",
-                   "--axis", "hbm_GBps=500,1000,2000,4000"]
+#: The Dask sweep timed: 8 link x 4 HBM bandwidths (32 tasks) over two models' TP 8 and 16
+#: (the rate includes starting the LocalCluster, as a user's run does).
+DASK_SWEEP_ARGS = ["--models", "t-nlg,gpt-3", "--tp", "8,16", "--axis", "link_bw_GBps=75:600:75",
+                   "--axis", "hbm_GBps=500,1000,2000,4000", "--no-plots"]
 
 
 def model_speed(python: str, tmp: str, runs: int) -> dict:

@@ -200,7 +200,7 @@ def _csv_rows(points: list[PeerPoint]) -> list[dict]:
 
 
 def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, plots: bool = True,
-                validation: str | None = None) -> list[Path]:
+                validation: str | None = None, fmt: str = "csv") -> list[Path]:
     """Write peers.md, peers.csv, peers.json, the heat map and the validation table."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -214,6 +214,9 @@ def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, 
         writer.writeheader()
         writer.writerows(rows)
     written.append(path)
+    from ..sweep import write_table
+    if (table := write_table(rows, out / "peers", fmt)) is not None:      # --format json|parquet
+        written.append(table)
     path = out / "peers.json"
     path.write_text(json.dumps({
         "winners": winners(layers),
