@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(sweep)
     sweep.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                        help="a field and its values, a list (a,b,c) or an inclusive range (start:stop:step); "
-                            "repeatable: GPU, link or kernel fields, tp, model")
+                            "repeatable: GPU, link or kernel fields, model fields (hidden, ffn, heads, kv_heads, "
+                            "layers), tp, model")
     sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=None,
                        help="link bandwidths (bidirectional, GB/s), the same as --axis link_bw_GBps=... "
                             "(default without --axis: 75,150,300,600)")
@@ -137,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
                              help="fraction each calibrated value is moved down and up by, between 0 and 1 "
                                   "(default: %(default)s)")
     sensitivity.add_argument("--no-plots", action="store_true", help="skip the tornado chart")
+    sensitivity.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                             help="also write the moves' table (sensitivity_<preset>.csv) as JSON rows or Parquet")
     sensitivity.add_argument("--jobs", type=_jobs, default=1,
                              help="worker processes that run the variants (default: %(default)s)")
     crosscheck = sub.add_parser(
@@ -373,11 +376,42 @@ def _sensitivity(args) -> int:
     print(format_sensitivity(result))
     for path in write_sensitivity(result, args.out):
         print(f"wrote {path}")
+    for path in _sensitivity_table(result, args.out, args.format):
+        print(f"wrote {path}")
     if not args.no_plots:
         from .figures import plot_tornado
         for path in plot_tornado(result, args.out / f"sensitivity_{result.preset}_tornado"):
             print(f"wrote {path}")
     return 0
+
+
+def _sensitivity_table(result, out: Path, fmt: str) -> list[Path]:
+    """One row per calibrated value and move: its value and every headline figure with it."""
+    import csv
+
+    from .sweep import write_table
+
+    records = []
+    for row in result.rows:
+        for move in row.moves:
+            record = {"path": row.path, "base_value": row.base_value, "step": move.step, "value": move.value,
+                      "skipped": move.skipped or ""}
+            for set_name, figures in result.base.items():
+                for figure in figures:
+                    got = None if move.figures is None else move.figures[set_name][figure]
+                    record[f"{set_name}_{figure}"] = "" if got is None else got
+            records.append(record)
+    path = out / f"sensitivity_{result.preset}.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+    paths = [path]
+    typed = [{k: (None if v == "" else float(v) if k not in ("path", "skipped") else v) for k, v in r.items()}
+             for r in records]
+    if (table := write_table(typed, out / f"sensitivity_{result.preset}", fmt)) is not None:
+        paths.append(table)
+    return paths
 
 
 def _progress(done: int, total: int, started: float) -> None:

@@ -9,7 +9,9 @@ sublayer points, and the unit that runs on a worker.
 * An axis is ``NAME=a,b,c`` (a list) or ``NAME=start:stop:step`` (inclusive of ``stop``).
   ``NAME`` is a field of the GPU (:class:`~.hardware.GpuConfig`), of the ring link
   (:class:`~.hardware.LinkConfig`) or of the GEMM kernel (:class:`~.gemm.GemmKernelConfig`),
-  or ``tp`` / ``model`` (which choose the sublayer points).
+  a field of the model description (``hidden``, ``ffn``, ``heads``, ``kv_heads``,
+  ``layers``: every model of the sweep takes the value), or ``tp`` / ``model`` (which
+  choose the sublayer points).
 * ``workers=1`` runs in this process; more run on a ``dask.distributed`` LocalCluster
   (one single-threaded worker process each), and ``scheduler="tcp://host:8786"`` runs on an
   existing cluster. The results are the same, bit for bit: each task is deterministic and
@@ -47,6 +49,8 @@ HARDWARE_AXES = {**{f: "gpu" for f in GpuConfig.__dataclass_fields__},
                  **{f: "link" for f in LinkConfig.__dataclass_fields__},
                  **{f: "kernel" for f in GemmKernelConfig.__dataclass_fields__}}
 POINT_AXES = ("tp", "model")
+#: Fields of the model description that can be swept (each model of the sweep takes the value).
+MODEL_AXES = {"hidden": "hidden", "ffn": "ffn_dim", "heads": "heads", "kv_heads": "kv_heads", "layers": "layers"}
 FORMATS = ("csv", "json", "parquet")
 
 
@@ -78,8 +82,8 @@ def parse_axis(text: str) -> Axis:
     if "=" not in text:
         raise ValueError(f"--axis must be NAME=VALUES, not {text!r}")
     name, spec = (part.strip() for part in text.split("=", 1))
-    if name not in HARDWARE_AXES and name not in POINT_AXES:
-        raise ValueError(f"--axis {name}: not a sweepable field (one of tp, model, "
+    if name not in HARDWARE_AXES and name not in POINT_AXES and name not in MODEL_AXES:
+        raise ValueError(f"--axis {name}: not a sweepable field (one of tp, model, {', '.join(MODEL_AXES)}, "
                          f"{', '.join(HARDWARE_AXES)})")
     if name == "model":
         values = tuple(v.strip() for v in spec.split(",") if v.strip())
@@ -87,7 +91,7 @@ def parse_axis(text: str) -> Axis:
             if v not in MODELS:
                 raise ValueError(f"--axis model: model must be one of {', '.join(MODELS)}, not {v!r}")
     else:
-        kind = "int" if name == "tp" else _field_kind(name)
+        kind = "int" if name == "tp" or name in MODEL_AXES else _field_kind(name)
         if kind == "bool":
             raise ValueError(f"--axis {name}: a true/false field is not swept")
         if ":" in spec:
@@ -173,16 +177,42 @@ def evaluate_task(spec: SweepSpec, index: int, changes: dict) -> tuple[int, list
     for m in spec.models:    # models from files join a worker's zoo too
         MODELS.setdefault(m.name, m)
     cfg = task_config(spec, changes)
+    variants = task_models(spec, changes)
+    saved = {m.name: MODELS[m.name] for m in variants}
+    MODELS.update({m.name: m for m in variants})          # the study reads the zoo by name
+    try:
+        results = run_study(cfg, spec.points(), timeline=False)
+    finally:
+        MODELS.update(saved)
     rows = []
-    for r in run_study(cfg, spec.points(), timeline=False):
+    for r in results:
         p = r.point
         rows.append([str(index), *(_value(changes[a.name]) for a in spec.axes), p.model, str(p.tp), p.phase,
                      p.sublayer, *[f"{r.speedup(s):.4f}" for s in SCHEMES[1:]], f"{r.dram_cut('t3_mca'):.4f}"])
     return index, rows
 
 
+def task_models(spec: SweepSpec, changes: dict) -> tuple[TransformerModel, ...]:
+    """The sweep's models with this task's model-axis values (ValueError where one does not fit)."""
+    fields = {MODEL_AXES[k]: v for k, v in changes.items() if k in MODEL_AXES}
+    if not fields:
+        return spec.models
+    where = "--axis " + ", ".join(f"{k}={v}" for k, v in changes.items() if k in MODEL_AXES)
+    variants = []
+    for m in spec.models:
+        try:
+            variant = dataclasses.replace(m, **fields)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{where}: {m.name}: {error}") from None
+        if variant.hidden % variant.heads:
+            raise ValueError(f"{where}: {m.name}: heads {variant.heads} must divide hidden {variant.hidden}")
+        variants.append(variant)
+    return tuple(variants)
+
+
 def task_config(spec: SweepSpec, changes: dict):
     """The study configuration of one hardware point (raises ValueError for a bad value)."""
+    changes = {k: v for k, v in changes.items() if k in HARDWARE_AXES}
     cfg = spec.hardware.study_config(spec.workload, rtl_timing=spec.rtl_timing)
     hw = {k: v for k, v in changes.items() if HARDWARE_AXES[k] in ("gpu", "link")}
     kernel = {k: v for k, v in changes.items() if HARDWARE_AXES[k] == "kernel"}
@@ -222,6 +252,11 @@ def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | 
     tasks = spec.tasks()
     for t in tasks:              # every point's values checked here, before any worker runs
         task_config(spec, t)
+        for variant in task_models(spec, t):
+            for p in points:
+                if p.model == variant.name and not _divides(variant, p.sublayer, p.tp):
+                    raise ValueError(f"--axis {', '.join(f'{k}={v}' for k, v in t.items() if k in MODEL_AXES)}: "
+                                     f"{p.sublayer} of {variant.name} does not divide by tp {p.tp}")
     done: dict[int, list[list[str]]] = {}
     if resume and path.exists():
         recorded = json.loads(sidecar.read_text()) if sidecar.exists() else None

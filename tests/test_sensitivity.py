@@ -149,6 +149,10 @@ def test_cli_writes_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
     assert main(["sensitivity", "--step", "0.1", "--jobs", "1", "--out", str(tmp_path)]) == 0
     for ext in ("png", "svg"):      # the tornado chart
         assert (tmp_path / f"sensitivity_t3-paper_tornado.{ext}").stat().st_size > 5000
+    table = (tmp_path / "sensitivity_t3-paper.csv").read_text().splitlines()
+    assert table[0].startswith("path,base_value,step,value,skipped,headline_speedup_geomean")
+    moves = json.loads((tmp_path / "sensitivity_t3-paper.json").read_text())["rows"]
+    assert len(table) - 1 == sum(len(r["moves"]) for r in moves)
     out = capsys.readouterr().out
     assert "speedup geomean" in out and "set headline" in out and "-10%" in out and "+10%" in out
     md, js = tmp_path / "sensitivity_t3-paper.md", tmp_path / "sensitivity_t3-paper.json"

@@ -133,3 +133,20 @@ def test_report_and_peers_write_their_tables_in_the_format(fmt, tmp_path):
             records = pq.read_table(tmp_path / f"{stem}.parquet").to_pylist()
         assert len(records) == len(expected) and list(records[0]) == list(expected[0])
         assert [str(r["tp"]) for r in records] == [r["tp"] for r in expected]
+
+
+def test_a_model_field_is_an_axis_too(tmp_path, capsys):
+    base = ["--models", "llama-3-8b", "--tp", "8", "--phase", "prefill", "--no-plots"]
+    assert main(["sweep", *base, "--axis", "link_bw_GBps=75", "--workers", "1", "--out", str(tmp_path / "a")]) == 0
+    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps=75", "--workers", "1",
+                 "--out", str(tmp_path / "b")]) == 0
+    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps=75", "--workers", "2",
+                 "--out", str(tmp_path / "c")]) == 0
+    plain, swept = _rows(tmp_path / "a" / "sweep_t3-paper.csv"), _rows(tmp_path / "b" / "sweep_t3-paper.csv")
+    at_4096 = [r[:1] + r[2:] for r in swept[1:] if r[1] == "4096"]
+    assert at_4096 == plain[1:]                                      # the model's own width: the plain sweep
+    at_8192 = [r[3:] for r in swept[1:] if r[1] == "8192"]
+    assert at_8192 != [r[2:] for r in plain[1:]]                     # twice as wide: other speedups
+    assert (tmp_path / "c" / "sweep_t3-paper.csv").read_bytes() == (tmp_path / "b" / "sweep_t3-paper.csv").read_bytes()
+    assert main(["sweep", *base, "--axis", "hidden=4100", "--workers", "1", "--out", str(tmp_path)]) == 2
+    assert "--axis hidden=4100: llama-3-8b: heads 32 must divide hidden 4100" in capsys.readouterr().err
