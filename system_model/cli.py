@@ -208,7 +208,7 @@ def _hardware(args):
     from .presets import DESCRIPTIONS
 
     if getattr(args, "hardware_file", None) is not None:
-        return read_hardware(args.hardware_file)
+        return read_hardware(args.hardware_file, presets=DESCRIPTIONS)
     return DESCRIPTIONS[args.preset]
 
 
@@ -255,7 +255,11 @@ def _peers(args) -> int:
     platforms = [platform(name) for name in named]
     if args.hardware_file is not None:
         from .descriptions import read_hardware
-        platforms.append(read_hardware(args.hardware_file))
+        from .presets import DESCRIPTIONS
+        described = read_hardware(args.hardware_file, presets=DESCRIPTIONS)
+        if described.name in [p.name for p in platforms]:
+            raise ValueError(f"{args.hardware_file.name}: name {described.name!r} is also in --platforms")
+        platforms.append(described)
     for tp in args.tp or ():
         if not 2 <= tp <= 1024:
             raise ValueError(f"tp must be between 2 and 1024, not {tp}")
@@ -490,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: a sweep keeps its finished tasks; rerun it with --resume", file=sys.stderr)
+        return 130
     except (ValueError, TypeError, OSError, KeyError) as error:
         return _fail(str(error))
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,7 @@ def _typed(where: str, key: str, value, annotation: str):
 
 def _build(cls, table, where: str):
     if not isinstance(table, dict):
-        raise DescriptionError(f"{where} must be a table, not {table!r}")
+        raise DescriptionError(f"{where} must be a table, not {_short(table)}")
     known = _fields(cls)
     unknown = sorted(set(table) - set(known))
     if unknown:
@@ -145,11 +146,32 @@ def _build(cls, table, where: str):
         raise DescriptionError(f"{where} {error}") from None
 
 
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_WORDS = {str: "a string", bool: "true or false", dict: "a table", list: "an array of tables", int: "an integer"}
+
+#: A name becomes part of output file names: letters, digits, '.', '_', '-', not starting with '.'.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _check_name(file: str, name: str) -> None:
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise DescriptionError(f"{file}: name must be 1-64 letters, digits, '.', '_' or '-' (it names the output "
+                               f"files), not {name!r}")
+
+
 def _load(path: Path) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise DescriptionError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DescriptionError(f"{path}: a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise DescriptionError(f"{path.name}: not UTF-8 text") from None
     except OSError as error:
         raise DescriptionError(f"{path}: cannot be read ({error.strerror})") from None
     try:
@@ -166,13 +188,14 @@ def _top(data: dict, file: str, allowed: dict[str, type], required: tuple[str, .
         if key not in data:
             raise DescriptionError(f"{file}: missing {key!r}")
     for key, kind in allowed.items():
-        if key in data and not isinstance(data[key], kind):
-            raise DescriptionError(f"{file}: {key} must be a {kind.__name__}, not {data[key]!r}")
+        if key in data and (not isinstance(data[key], kind) or kind is not bool and isinstance(data[key], bool)):
+            raise DescriptionError(f"{file}: {key} must be {_WORDS.get(kind, kind.__name__)}, not {_short(data[key])}")
 
 
 def parse_hardware(data: dict, file: str = "<hardware>") -> HardwareDescription:
     _top(data, file, {"name": str, "description": str, "t3_blocks": bool, "gpu": dict, "fabric": dict,
                       "kernels": list, "sources": dict}, ("name", "gpu", "fabric"))
+    _check_name(file, data["name"])
     gpu = _build(GpuConfig, data["gpu"], f"{file}: [gpu]")
     fabric = _build(FabricConfig, data["fabric"], f"{file}: [fabric]")
     kernels = tuple(_build(GemmKernelConfig, k, f"{file}: [[kernels]] #{i + 1}")
@@ -187,9 +210,15 @@ def parse_hardware(data: dict, file: str = "<hardware>") -> HardwareDescription:
                                data.get("t3_blocks", True))
 
 
-def read_hardware(path: str | Path) -> HardwareDescription:
+def read_hardware(path: str | Path, *, presets: dict | None = None) -> HardwareDescription:
+    """Read and check a hardware file. With ``presets``, a file may take a preset's name only
+    as an unchanged copy (results are named after it; two different platforms must not be)."""
     path = Path(path)
-    return parse_hardware(_load(path), path.name)
+    d = parse_hardware(_load(path), path.name)
+    if presets and d.name in presets and presets[d.name] != d:
+        raise DescriptionError(f"{path.name}: name {d.name!r} is a preset's, but the file changes it: give it its "
+                               f"own name (name = \"my-gpu\")")
+    return d
 
 
 def _toml_value(value) -> str:
@@ -207,7 +236,8 @@ def _toml_value(value) -> str:
 
 
 def _toml_key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
+    """A bare key where TOML allows one (ASCII letters, digits, '_', '-'), else a quoted one."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
 
 
 def _table(obj) -> list[str]:
@@ -246,9 +276,13 @@ def parse_model(data: dict, file: str = "<model>") -> ModelDescription:
                 what = {int: "an integer", bool: "true or false", str: "a string",
                         dict: "a table"}.get(kind, "a number")
                 raise DescriptionError(f"{file}: {key} must be {what}, not {value!r}")
+    _check_name(file, data["name"])
     if data["activation"] not in _ACTIVATIONS:
         raise DescriptionError(f"{file}: activation must be one of {', '.join(_ACTIVATIONS)}, not "
                                f"{data['activation']!r}")
+    params = data.get("params_B", 0.0)
+    if not isinstance(params, bool) and (not math.isfinite(params) or params < 0):
+        raise DescriptionError(f"{file}: params_B must be a finite number >= 0, not {params!r}")
     gated = data["activation"] == "swiglu"
     heads, hidden = data["heads"], data["hidden"]
     if heads > 0 and hidden % heads:
@@ -279,7 +313,7 @@ def parse_model(data: dict, file: str = "<model>") -> ModelDescription:
         try:
             workload = WorkloadConfig(training_tokens=w["seq_len"] * w["micro_batch"], prefill_tokens=w["seq_len"])
         except (ValueError, TypeError) as error:
-            raise DescriptionError(f"{file}: [workload] {error}") from None
+            raise DescriptionError(f"{file}: [workload] seq_len x micro_batch: {error}") from None
     return ModelDescription(model, workload)
 
 

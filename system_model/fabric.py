@@ -82,10 +82,12 @@ class FabricConfig:
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"topology must be one of {', '.join(TOPOLOGIES)}, not {self.topology!r}")
         check_positive("link_bw_GBps", self.link_bw_GBps)
+        check_range("link_bw_GBps", self.link_bw_GBps, 1e-3, 1e6)
         check_int_range("links_per_gpu", self.links_per_gpu, 1, 1024)
         check_range("link_latency_ns", self.link_latency_ns, 0, 1e6)
         check_int_range("domain_gpus", self.domain_gpus, 2, 1 << 16)
         check_positive("scale_out_GBps", self.scale_out_GBps)
+        check_range("scale_out_GBps", self.scale_out_GBps, 1e-3, 1e6)
         check_range("scale_out_latency_ns", self.scale_out_latency_ns, 0, 1e7)
         check_range("switch_reduce_latency_ns", self.switch_reduce_latency_ns, 0, 1e6)
         check_int_range("ring_directions", self.ring_directions, 1, 2)

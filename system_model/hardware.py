@@ -76,13 +76,18 @@ class GpuConfig:
     def __post_init__(self):
         check_int_range("cus", self.cus, 1, 10_000)
         check_positive("clock_GHz", self.clock_GHz)
+        # Physical bounds (a clock of 1e300 GHz or 1e-300 GHz is a typing slip, and the
+        # channel model would divide by it or run for ever).
+        check_range("clock_GHz", self.clock_GHz, 0.01, 100)
         check_int_range("fp16_flops_per_cycle_per_cu", self.fp16_flops_per_cycle_per_cu, 1, 1 << 20)
         check_positive("l2_MB", self.l2_MB)
+        check_range("l2_MB", self.l2_MB, 0.001, 1e6)
         check_positive("hbm_GBps", self.hbm_GBps)
         # The channel model simulates requests one by one: below 1 GB/s it would run for ever.
         check_range("hbm_GBps", self.hbm_GBps, 1, 1e6)
         check_range("hbm_efficiency", self.hbm_efficiency, 0.05, 1.0)
         check_positive("mc_clock_GHz", self.mc_clock_GHz)
+        check_range("mc_clock_GHz", self.mc_clock_GHz, 0.01, 100)
         check_int_range("hbm_channels", self.hbm_channels, 1, 1024)
         check_range("dram_latency_ns", self.dram_latency_ns, 1, 1e5)
         check_int_range("dram_queue_entries", self.dram_queue_entries, 2, 4096)
@@ -125,6 +130,7 @@ class LinkConfig:
 
     def __post_init__(self):
         check_positive("link_bw_GBps", self.link_bw_GBps)
+        check_range("link_bw_GBps", self.link_bw_GBps, 1e-3, 1e6)
         check_range("link_latency_ns", self.link_latency_ns, 0, 1e6)
         check_int_range("ring_directions", self.ring_directions, 1, 2)
 

@@ -52,6 +52,8 @@ POINT_AXES = ("tp", "model")
 #: Fields of the model description that can be swept (each model of the sweep takes the value).
 MODEL_AXES = {"hidden": "hidden", "ffn": "ffn_dim", "heads": "heads", "kv_heads": "kv_heads", "layers": "layers"}
 FORMATS = ("csv", "json", "parquet")
+#: Values one axis may take (a range is built in memory).
+MAX_AXIS_VALUES = 100_000
 
 
 def _field_kind(name: str) -> str:
@@ -70,6 +72,8 @@ def _number(text: str, kind: str, name: str):
         value = float(text)
     except ValueError:
         raise ValueError(f"--axis {name}: expected a number, not {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"--axis {name}: expected a finite number, not {text!r}")
     if kind == "int":
         if value != int(value):
             raise ValueError(f"--axis {name}: expected an integer, not {text!r}")
@@ -102,11 +106,17 @@ def parse_axis(text: str) -> Axis:
             if step <= 0 or stop < start:
                 raise ValueError(f"--axis {name}: a range needs step > 0 and stop >= start, not {spec!r}")
             count = math.floor((stop - start) / step + 1e-9) + 1
+            if count > MAX_AXIS_VALUES:
+                raise ValueError(f"--axis {name}: {count} values; at most {MAX_AXIS_VALUES}")
             values = tuple(start + i * step if kind == "int" else round(start + i * step, 12) for i in range(count))
         else:
             values = tuple(_number(v, kind, name) for v in spec.split(",") if v.strip())
     if not values:
         raise ValueError(f"--axis {name}: no values in {spec!r}")
+    if name == "tp":
+        for v in values:
+            if not 2 <= v <= 1024:
+                raise ValueError(f"--axis tp: tp must be between 2 and 1024, not {v}")
     if len(set(values)) != len(values):
         raise ValueError(f"--axis {name}: repeated values in {spec!r}")
     return Axis(name, values)
@@ -139,9 +149,15 @@ class SweepSpec:
         return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(a.values for a in self.axes))]
 
     def signature(self) -> dict:
-        return {"hardware": self.hardware.name, "axes": {a.name: list(a.values) for a in self.axes},
-                "models": [m.name for m in self.models], "tps": list(self.tps) if self.tps else None,
-                "phases": list(self.phases)}
+        """Everything the results depend on: a resume must find the same (values, not names)."""
+        h = self.hardware
+        return {"hardware": {"name": h.name, "gpu": dataclasses.asdict(h.gpu), "fabric": dataclasses.asdict(h.fabric),
+                             "kernels": [dataclasses.asdict(k) for k in h.kernels]},
+                "axes": {a.name: list(a.values) for a in self.axes},
+                "models": [dataclasses.asdict(m) for m in self.models], "tps": list(self.tps) if self.tps else None,
+                "phases": list(self.phases),
+                "workload": dataclasses.asdict(self.workload) if self.workload is not None else None,
+                "rtl_timing": self.rtl_timing}
 
 
 def _divides(m: TransformerModel, sublayer: str, tp: int) -> bool:
@@ -245,13 +261,20 @@ def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | 
     points = spec.points()
     if not points:
         raise ValueError("no sublayer of the chosen models divides evenly at the chosen TP degrees")
+    for tp in spec.tps or ():
+        if not any(p.tp == tp for p in points):
+            raise ValueError(f"tp {tp} divides no sublayer of {', '.join(m.name for m in spec.models)}")
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"sweep_{spec.hardware.name}.csv"
     sidecar = path.with_suffix(".axes.json")
     columns = _columns(spec)
     tasks = spec.tasks()
     for t in tasks:              # every point's values checked here, before any worker runs
-        task_config(spec, t)
+        try:
+            task_config(spec, t)
+        except ValueError as error:
+            hw = ", ".join(f"{k}={v}" for k, v in t.items() if k in HARDWARE_AXES)
+            raise ValueError(f"--axis {hw}: {error}") from None
         for variant in task_models(spec, t):
             for p in points:
                 if p.model == variant.name and not _divides(variant, p.sublayer, p.tp):
@@ -259,17 +282,25 @@ def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | 
                                      f"{p.sublayer} of {variant.name} does not divide by tp {p.tp}")
     done: dict[int, list[list[str]]] = {}
     if resume and path.exists():
-        recorded = json.loads(sidecar.read_text()) if sidecar.exists() else None
-        if recorded != spec.signature():
-            raise ValueError(f"{path}: was written by another sweep (axes, models, TP or phases differ); "
-                             "run without --resume to start again")
-        with path.open(newline="") as f:
-            reader = csv.reader(f)
+        if not sidecar.exists():
+            raise ValueError(f"{path}: its record of the sweep ({sidecar.name}) is missing; run without --resume")
+        try:
+            recorded = json.loads(sidecar.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ValueError(f"{sidecar}: not a sweep record; run without --resume") from None
+        if recorded != json.loads(json.dumps(spec.signature())):
+            raise ValueError(f"{path}: was written by another sweep (hardware, models, axes, TP, phases or timing "
+                             "differ); run without --resume to start again")
+        with path.open(newline="", errors="replace") as f:
+            reader = csv.reader(line.replace("\0", "") for line in f)
             if next(reader, None) != columns:
                 raise ValueError(f"{path}: its columns differ from this sweep's; run without --resume")
             for row in reader:
-                done.setdefault(int(row[0]), []).append(row)
-        # A task is finished only with all its rows (a crash may cut the last one short).
+                # A crash may leave a blank line, or cut the last row short: such a row (and
+                # its task) is not finished.
+                if len(row) == len(columns) and row[0].isdigit() and int(row[0]) < len(tasks):
+                    done.setdefault(int(row[0]), []).append(row)
+        # A task is finished only with all its rows.
         done = {i: rows for i, rows in done.items() if len(rows) == len(points)}
     else:
         sidecar.write_text(json.dumps(spec.signature(), indent=1) + "\n")

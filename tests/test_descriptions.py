@@ -54,7 +54,8 @@ def test_a_changed_copy_changes_the_result(tmp_path, capsys):
 
 
 def _preset_text() -> str:
-    return dump_hardware(DESCRIPTIONS["h100-sxm"])
+    """A user's copy of a preset, under its own name."""
+    return dump_hardware(DESCRIPTIONS["h100-sxm"]).replace('name = "h100-sxm"', 'name = "my-gpu"', 1)
 
 
 MODEL = """name = "my-llm"
@@ -89,6 +90,39 @@ BAD_HARDWARE = [
     (lambda t: t.replace("hbm_efficiency = 0.85", "hbm_efficiency = 1.5"),
      "my_gpu.toml: [gpu] hbm_efficiency must be between 0.05 and 1.0, not 1.5"),
 ]
+
+
+BAD_HARDWARE += [
+    (lambda t: t.replace('name = "my-gpu"', 'name = "lab/gpu"'), "my_gpu.toml: name must be 1-64 letters"),
+    (lambda t: t.replace('name = "my-gpu"', 'name = ""'), "my_gpu.toml: name must be 1-64 letters"),
+    (lambda t: t.replace("clock_GHz = 1.83", "clock_GHz = 1e300"),
+     "my_gpu.toml: [gpu] clock_GHz must be between 0.01 and 100, not 1e+300"),
+    (lambda t: t.replace("mc_clock_GHz = 2.62", "mc_clock_GHz = 1e-300"),
+     "my_gpu.toml: [gpu] mc_clock_GHz must be between 0.01 and 100, not 1e-300"),
+    (lambda t: t.replace("link_bw_GBps = 50", "link_bw_GBps = 1e300"),
+     "my_gpu.toml: [fabric] link_bw_GBps must be between 0.001 and 1000000.0, not 1e+300"),
+    (lambda t: t.replace("l2_MB = 50", "l2_MB = nan"), "my_gpu.toml: [gpu] l2_MB must be a finite number, not nan"),
+    (lambda t: t.replace("t3_blocks = true", 't3_blocks = "yes"'), "my_gpu.toml: t3_blocks must be true or false"),
+    (lambda t: t.replace("[gpu]", "[[gpu]]"), "my_gpu.toml: gpu must be a table"),
+    # A preset's name on a changed copy: two different platforms must not share a name.
+    (lambda t: t.replace("hbm_GBps = 3350", "hbm_GBps = 4000").replace('name = "my-gpu"', 'name = "h100-sxm"'),
+     "my_gpu.toml: name 'h100-sxm' is a preset's, but the file changes it"),
+]
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    path = tmp_path / "my_gpu.toml"
+    path.write_bytes(b"\xff\xfe" + _preset_text().encode())
+    assert main(["report", "--hardware-file", str(path), "--out", str(tmp_path), "--no-plots"]) == 2
+    assert capsys.readouterr().err.strip() == "error: my_gpu.toml: not UTF-8 text"
+
+
+def test_sources_with_any_key_round_trip(tmp_path):
+    import dataclasses
+    d = dataclasses.replace(DESCRIPTIONS["mi300x"], sources={"hbm_ü": "x", "a b": "y", "ok_key": "z"})
+    path = tmp_path / "s.toml"
+    path.write_text(dump_hardware(d))
+    assert read_hardware(path).sources == d.sources
 
 
 @pytest.mark.parametrize("edit, message", BAD_HARDWARE)

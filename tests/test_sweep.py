@@ -42,9 +42,14 @@ def test_axes_lists_ranges_and_types():
     ("tp", "--axis must be NAME=VALUES"),
     ("model=gpt-5", "--axis model: model must be one of"),
     ("mc_reads_first=1", "--axis mc_reads_first: a true/false field is not swept"),
+    ("cus=inf", "--axis cus: expected a finite number, not 'inf'"),
+    ("tp=0,8", "--axis tp: tp must be between 2 and 1024, not 0"),
+    ("link_bw_GBps=1:1000000:1", "--axis link_bw_GBps: 1000000 values; at most 100000"),
+    ("hbm_GBps=-5,1000", "--axis hbm_GBps=-5.0: hbm_GBps must be greater than 0, not -5.0"),
 ])
 def test_bad_axes_are_one_line_and_exit_2(text, message, tmp_path, capsys):
-    assert main(["sweep", "--axis", text, "--workers", "1", "--out", str(tmp_path)]) == 2
+    # Two workers: a bad value must be caught before any worker runs (one line, no worker traceback).
+    assert main(["sweep", "--axis", text, "--workers", "2", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
 
@@ -150,3 +155,51 @@ def test_a_model_field_is_an_axis_too(tmp_path, capsys):
     assert (tmp_path / "c" / "sweep_t3-paper.csv").read_bytes() == (tmp_path / "b" / "sweep_t3-paper.csv").read_bytes()
     assert main(["sweep", *base, "--axis", "hidden=4100", "--workers", "1", "--out", str(tmp_path)]) == 2
     assert "--axis hidden=4100: llama-3-8b: heads 32 must divide hidden 4100" in capsys.readouterr().err
+
+
+def test_resume_drops_a_row_cut_short_and_blank_lines(one_process, tmp_path, capsys):
+    assert main(["sweep", *SMALL, "--workers", "1", "--out", str(tmp_path)]) == 0
+    path = tmp_path / "sweep_t3-paper.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    per_task = 2 * 6
+    # Three tasks and the fourth's rows but its last one cut in the middle, then a blank line.
+    cut = "".join(lines[:1 + 4 * per_task - 1]) + lines[4 * per_task][:30] + "\n\n"
+    path.write_text(cut)
+    capsys.readouterr()
+    assert main(["sweep", *SMALL, "--workers", "1", "--resume", "--out", str(tmp_path)]) == 0
+    assert f"{(8 - 3) * per_task} configurations in" in capsys.readouterr().out
+    assert path.read_bytes() == one_process.read_bytes()
+
+
+def test_resume_refuses_the_same_name_with_other_values(tmp_path, capsys):
+    from system_model.descriptions import dump_hardware
+    from system_model.presets import DESCRIPTIONS
+    copy = tmp_path / "mine.toml"
+    text = dump_hardware(DESCRIPTIONS["t3-paper"]).replace('name = "t3-paper"', 'name = "mine"')
+    copy.write_text(text)
+    args = ["sweep", *SMALL, "--workers", "1", "--hardware-file", str(copy), "--out", str(tmp_path)]
+    assert main(args) == 0
+    copy.write_text(text.replace("link_latency_ns = 500.0", "link_latency_ns = 5000.0"))
+    assert main([*args, "--resume"]) == 2
+    assert "was written by another sweep" in capsys.readouterr().err
+
+
+def test_a_kernel_field_is_an_axis(tmp_path):
+    assert main(["sweep", "--models", "t-nlg", "--tp", "8", "--phase", "prefill", "--axis",
+                 "compute_efficiency=0.5,0.8", "--workers", "1", "--no-plots", "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path / "sweep_t3-paper.csv")
+    t3 = rows[0].index("speedup_t3")
+    by = {e: [r[t3] for r in rows[1:] if r[1] == e] for e in ("0.5", "0.8")}
+    assert by["0.5"] != by["0.8"]           # a slower GEMM hides more of the collective
+
+
+def test_t3_blocks_false_in_a_file_makes_t3_na_in_peers(tmp_path, capsys):
+    from system_model.descriptions import dump_hardware
+    from system_model.presets import DESCRIPTIONS
+    path = tmp_path / "bare.toml"
+    path.write_text(dump_hardware(DESCRIPTIONS["mi300x"]).replace('name = "mi300x"', 'name = "bare"')
+                    .replace("t3_blocks = true", "t3_blocks = false"))
+    assert main(["peers", "--hardware-file", str(path), "--models", "llama-3-8b", "--tp", "8", "--phase", "prefill",
+                 "--no-plots", "--no-validation", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "peers.md").read_text()
+    assert "bare, T3-MCA ring (TP 8): no tracker or near-memory reducer" in text
