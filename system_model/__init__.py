@@ -19,11 +19,10 @@ def build_config(preset_name: str = "t3-paper", *, rtl_timing=None, **hardware_c
     ``rtl_timing`` is a path to an ``rtl_timing.json``; by default the committed
     ``sim_results/rtl_timing.json`` if present, else the RTL components' properties.
     """
-    from .block_timing import RTL_TIMING_JSON
+    from dataclasses import replace
+
     from .presets import DESCRIPTIONS
 
-    system = preset(preset_name)
-    if hardware_changes:
-        system = system.with_changes(**hardware_changes)
-    block = load_block_timing(RTL_TIMING_JSON if rtl_timing is None else rtl_timing)
-    return StudyConfig(system=system, block=block, kernel=DESCRIPTIONS[preset_name].kernels[0])
+    preset(preset_name)                      # checks the name (one line naming the presets)
+    cfg = DESCRIPTIONS[preset_name].study_config(rtl_timing=rtl_timing)
+    return replace(cfg, system=cfg.system.with_changes(**hardware_changes)) if hardware_changes else cfg

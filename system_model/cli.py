@@ -418,14 +418,6 @@ def _sensitivity_table(result, out: Path, fmt: str) -> list[Path]:
     return paths
 
 
-def _progress(done: int, total: int, started: float) -> None:
-    width = 30
-    filled = width * done // total
-    rate = done / max(time.perf_counter() - started, 1e-9)
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configurations, {rate:,.0f}/s",
-          end="" if done < total else "\n", file=sys.stderr, flush=True)
-
-
 def _sweep(args) -> int:
     from .sweep import SweepSpec, parse_axis, run_sweep, stderr_progress
 
@@ -460,16 +452,6 @@ def _sweep(args) -> int:
         for written in plot_sweep_heatmap(csv_path, args.out / f"sweep_{spec.hardware.name}_heatmap"):
             print(f"wrote {written}")
     return 0
-
-
-def _divides(p) -> bool:
-    from .models import sublayer_gemm
-
-    try:
-        sublayer_gemm(MODELS[p.model], p.sublayer, 1, p.tp)
-    except ValueError:
-        return False
-    return True
 
 
 _COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck,

@@ -27,7 +27,7 @@ def save_figure(fig, stem: Path, dpi: int = 130) -> list[Path]:
     """``stem``.png and ``stem``.svg (no date in the SVG, so it is reproducible)."""
     paths = []
     for ext in ("png", "svg"):
-        path = stem.with_suffix(f".{ext}")
+        path = stem.with_name(f"{stem.name}.{ext}")       # appended: a name may hold dots
         fig.savefig(path, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
         paths.append(path)
     plt.close(fig)

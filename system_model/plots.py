@@ -17,12 +17,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display on CI machines
-matplotlib.rcParams["svg.hashsalt"] = "t3"  # stable SVG ids: a figure's file changes only with its data
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from .figures import save_figure  # noqa: E402
 from .report import TRAFFIC_LABELS, select, short, traffic_breakdown, traffic_components, traffic_summary  # noqa: E402
 from .schemes import SCHEMES  # noqa: E402
 from .study import HEADLINE_SETS, PointResult, summarise  # noqa: E402
@@ -98,11 +98,8 @@ def _sublayer_ticks(ax, facet: list[PointResult]) -> None:
 
 
 def _save(fig, path: Path) -> Path:
-    """The PNG at ``path`` and an SVG beside it (no date in it: reproducible)."""
-    fig.savefig(path, dpi=DPI)
-    fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
-    plt.close(fig)
-    return path
+    """The PNG at ``path`` and an SVG beside it (:func:`.figures.save_figure`); the PNG's path."""
+    return save_figure(fig, path.with_suffix(""), dpi=DPI)[0]
 
 
 def plot_speedups(results: list[PointResult], path: Path) -> Path:

@@ -19,8 +19,8 @@ sublayer points, and the unit that runs on a worker.
 * Results are appended to ``sweep_<name>.csv`` as each task finishes (with its task
   number), so an interrupted sweep resumes (``resume=True``) without redoing finished
   tasks; a sidecar ``sweep_<name>.axes.json`` records the axes, and a resume with other
-  axes is refused. ``fmt`` ``json`` or ``parquet`` also writes ``sweep_<name>.json`` or
-  ``.parquet`` (pyarrow) at the end.
+  axes is refused. ``fmt`` ``json`` or ``parquet`` also writes ``sweep_<name>.rows.json``
+  or ``.parquet`` (pyarrow) at the end, as ``report`` and ``peers`` do.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import dataclasses
 import itertools
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -335,7 +334,7 @@ def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | 
         writer.writerow(columns)
         writer.writerows(rows)
     if fmt != "csv":
-        path = _convert(path, columns, rows, fmt)
+        path = write_table(_records(columns, rows), path.with_suffix(""), fmt)
     return path, len(pending) * len(points), time.perf_counter() - started
 
 
@@ -361,25 +360,14 @@ def _run_on_dask(spec, pending, workers, scheduler, record) -> None:
             cluster.close()
 
 
-def _convert(path: Path, columns: list[str], rows: list[list[str]], fmt: str) -> Path:
+def _records(columns: list[str], rows: list[list[str]]) -> list[dict]:
+    """The CSV rows as typed records (numbers as numbers) for :func:`write_table`."""
     def typed(name, text):
         if name in ("model", "phase", "sublayer"):
             return text
         number = float(text)
         return int(number) if name in ("task", "tp") or (number.is_integer() and "." not in text) else number
-    records = [{c: typed(c, v) for c, v in zip(columns, row, strict=True)} for row in rows]
-    if fmt == "json":
-        target = path.with_suffix(".json.tmp")
-        target.write_text(json.dumps(records, indent=0) + "\n")
-        final = path.with_suffix(".json")
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        target = path.with_suffix(".parquet.tmp")
-        pq.write_table(pa.Table.from_pylist(records), target)
-        final = path.with_suffix(".parquet")
-    os.replace(target, final)
-    return final
+    return [{c: typed(c, v) for c, v in zip(columns, row, strict=True)} for row in rows]
 
 
 def write_table(records: list[dict], stem: Path, fmt: str) -> Path | None:
@@ -390,12 +378,12 @@ def write_table(records: list[dict], stem: Path, fmt: str) -> Path | None:
     if fmt == "csv":
         return None
     if fmt == "json":
-        path = stem.with_suffix(".rows.json")
+        path = stem.with_name(f"{stem.name}.rows.json")       # appended: a name may hold dots
         path.write_text(json.dumps(records, indent=0) + "\n")
         return path
     import pyarrow as pa
     import pyarrow.parquet as pq
-    path = stem.with_suffix(".parquet")
+    path = stem.with_name(f"{stem.name}.parquet")
     pq.write_table(pa.Table.from_pylist(records), path)
     return path
 

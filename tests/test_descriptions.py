@@ -196,3 +196,13 @@ def test_rtl_timing_without_figures_names_the_file(tmp_path, capsys):
 def test_parse_errors_are_description_errors():
     with pytest.raises(DescriptionError, match="x.toml: missing 'gpu'"):
         parse_hardware({"name": "x", "fabric": {}}, "x.toml")
+
+
+def test_a_name_with_dots_names_every_output(tmp_path):
+    path = tmp_path / "v.toml"
+    path.write_text(_preset_text().replace('name = "my-gpu"', 'name = "my.gpu.v2"'))
+    assert main(["report", "--hardware-file", str(path), "--models", "t-nlg", "--tp", "8", "--phase", "prefill",
+                 "--format", "json", "--out", str(tmp_path)]) == 0
+    for name in ("report_my.gpu.v2.csv", "report_my.gpu.v2.rows.json", "speedup_my.gpu.v2.png",
+                 "speedup_my.gpu.v2.svg", "traffic_my.gpu.v2.png"):
+        assert (tmp_path / name).stat().st_size > 0, name

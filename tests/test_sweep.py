@@ -111,7 +111,7 @@ def test_formats_hold_the_same_rows(fmt, one_process, tmp_path):
     assert main(["sweep", *SMALL, "--workers", "1", "--format", fmt, "--out", str(tmp_path)]) == 0
     expected = _rows(one_process)
     if fmt == "json":
-        records = json.loads((tmp_path / "sweep_t3-paper.json").read_text())
+        records = json.loads((tmp_path / "sweep_t3-paper.rows.json").read_text())
     else:
         import pyarrow.parquet as pq
         records = pq.read_table(tmp_path / "sweep_t3-paper.parquet").to_pylist()

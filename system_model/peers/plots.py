@@ -14,11 +14,10 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     """Two panels over platform x TP: the best T3 variant's layer speedup over the best
     software scheme's (diverging around 1), and the best software scheme's own speedup,
     each cell labelled with the scheme. Writes ``stem``.png and .svg."""
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.hashsalt"] = "t3-peers"     # stable element ids: the SVG diffs only when the data do
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
+
+    from ..figures import save_figure  # headless, stable SVG ids
 
     platforms = list(dict.fromkeys(r["platform"] for r in rows))
     tps = sorted({r["tp"] for r in rows})
@@ -52,10 +51,4 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
                         color="white" if dark else "black")
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("Per-layer speedup, Llama 3 (geomean over models, training and prefill)", fontsize=12)
-    written = []
-    for ext in ("png", "svg"):
-        path = stem.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=130, metadata={"Date": None} if ext == "svg" else None)
-        written.append(path)
-    plt.close(fig)
-    return written
+    return save_figure(fig, stem)

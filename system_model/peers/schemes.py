@@ -155,8 +155,7 @@ class _Sublayer:
         self.tile_bytes = self.kernel.tile_m * self.kernel.tile_n * e
         self.latency = self.fabric.hop_latency_s(tp)
         self.in_domain = self.fabric.in_domain(tp)
-        self.base = gemm_timing(shape, self.gpu, self.kernel, stages=1)
-        self.gemm_s = gemm_alone_s(self.cfg, self.base, nmc=False)
+        self.gemm_s = gemm_alone_s(self.cfg, gemm_timing(shape, self.gpu, self.kernel, stages=1), nmc=False)
         self.rs = software_reduce_scatter(self.total, tp, self.ring, self.gpu, self.coll)
         self.ag = software_all_gather(self.total, tp, self.ring, self.gpu, self.coll)
         self.ag_traffic = (self.ag.read_bytes, self.ag.write_bytes) if all_reduce else (0.0, 0.0)
@@ -267,15 +266,8 @@ def _direct(s: _Sublayer, *, t3: bool) -> tuple[float, float]:
         return channel.run(load(w, 0.0, sending), "alone", threshold).cycles / channel.hz
 
     def beside(w, offered, sending):
-        """(seconds, rate served) of wave ``w`` with transfers offered at ``offered``; where
-        the channel serves less, the engines wait on a full queue and the wave shares the
-        channel with a transfer at the rate served (as in :func:`_chunk_pipeline`)."""
-        result = channel.run(load(w, offered, sending), policy, threshold)
-        served = min(offered, channel.bytes_per_s(result.comm_served_per_cycle) / per_byte)
-        if served < 0.99 * offered:
-            offered = max(served, 1e-6 * offered)
-            result = channel.run(load(w, offered, sending), policy, threshold)
-            served = min(offered, channel.bytes_per_s(result.comm_served_per_cycle) / per_byte)
+        result, served = _at_served_rate(
+            channel, lambda rate: channel.run(load(w, rate, sending), policy, threshold), offered, per_byte)
         return result.cycles / channel.hz, served
 
     first_s = alone_s(peers_part[0][0], True)
@@ -326,6 +318,21 @@ def _flux(s: _Sublayer) -> PeerResult:
     return PeerResult("flux", received + s.signal_s + s.ag_s, gemm_end)
 
 
+def _at_served_rate(channel: _Channel, run_at, offered: float, per_byte: float):
+    """(wave result, transfer rate served) of a wave beside a transfer offered at
+    ``offered`` B/s (``run_at(rate)`` simulates it; ``per_byte``: this channel's requests
+    per byte sent). Where the channel serves less than offered, the engines wait on a full
+    queue: the transfer runs at what is served, and the wave shares the channel with a
+    transfer at that rate (simulated again)."""
+    result = run_at(offered)
+    served = min(offered, channel.bytes_per_s(result.comm_served_per_cycle) / per_byte)
+    if served < 0.99 * offered:
+        offered = max(served, 1e-6 * offered)
+        result = run_at(offered)
+        served = min(offered, channel.bytes_per_s(result.comm_served_per_cycle) / per_byte)
+    return result, served
+
+
 def _chunk_pipeline(s: _Sublayer, segments, *, rate_Bps: float, send_s, comm_load):
     """A GEMM in segments, each segment's output sent while later segments compute.
 
@@ -336,6 +343,8 @@ def _chunk_pipeline(s: _Sublayer, segments, *, rate_Bps: float, send_s, comm_loa
     Bps) a transfer at ``rate`` puts on this GPU's channel. Returns (GEMM end, last send end).
     """
     t, comm_end = 0.0, 0.0
+    incoming, _, dma = comm_load(rate_Bps)
+    per_byte = (incoming + dma) / rate_Bps          # DRAM bytes here per byte sent (comm_load is linear)
     busy: list[tuple[float, float]] = []
     total_waves = sum(len(w) for _, w, _, _ in segments)
     done_waves = 0
@@ -346,18 +355,11 @@ def _chunk_pipeline(s: _Sublayer, segments, *, rate_Bps: float, send_s, comm_loa
         for w, n in _runs(gemm, waves):
             alone = channel.run(channel.load(w, local_stores=True, nmc=False), "alone", 1)
 
-            def beside(rate, channel=channel, w=w):
+            def run_at(rate, channel=channel, w=w):
                 incoming, units, dma = comm_load(rate)
-                shared = channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=incoming,
-                                                  update_units=units, dma_Bps=dma), "round_robin", 1)
-                per_byte = (incoming + dma) / rate            # DRAM bytes here per byte sent
-                return shared, min(rate, channel.bytes_per_s(shared.comm_served_per_cycle) / per_byte)
-            shared, served = beside(rate_Bps)
-            if served < 0.99 * rate_Bps:
-                # The channel cannot serve the transfer at the link's rate beside the GEMM:
-                # the engines wait on a full queue, so the transfer runs at what is served,
-                # and the GEMM shares the channel with a transfer at that rate.
-                shared, served = beside(max(served, 1e-6 * rate_Bps))
+                return channel.run(channel.load(w, local_stores=True, nmc=False, update_Bps=incoming,
+                                                update_units=units, dma_Bps=dma), "round_robin", 1)
+            shared, served = _at_served_rate(channel, run_at, rate_Bps, per_byte)
             alone_s, shared_s = alone.cycles / channel.hz, shared.cycles / channel.hz
             t = _advance(t, n * alone_s, shared_s / alone_s, busy)
             rates.append(served)
