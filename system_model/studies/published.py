@@ -1,0 +1,189 @@
+"""Published measurements the model is validated against, and the tolerance it is held to.
+
+Written down, with :data:`TOLERANCE`, before the model v3 (the timeline engine and the
+transport model) was first run on any of them (issue #25). A point the model misses stays
+in the table with the mechanism that explains the miss (:data:`MISS_MECHANISMS` in
+:mod:`.validation`); nothing here is adjusted after a run.
+
+Every figure quotes its source: an nccl-tests / rccl-tests output line, a README table row,
+a maintainer's comment. Where a source prints bus bandwidth, it is nccl-tests' ``busbw``
+(all-reduce: algbw x 2(n-1)/n; all-gather and reduce-scatter: algbw x (n-1)/n, algbw =
+the whole buffer / time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective",
+           "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "GiB", "MiB"]
+
+#: Relative error allowed on every time, bus bandwidth and speedup below (issue #25:
+#: "15% on times and bus bandwidths"), chosen before the first run.
+TOLERANCE = 0.15
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class BusBandwidth:
+    """A collective's bus bandwidth as nccl-tests / rccl-tests print it.
+
+    ``algorithm``: what ran ("ring", "nvls", or "default": the library's own choice, which
+    the model makes the same way). ``message_bytes``: the whole buffer (nccl-tests' size).
+    """
+
+    platform: str
+    gpus: int
+    collective: str          # "all_reduce", "reduce_scatter", "all_gather"
+    algorithm: str
+    message_bytes: int
+    busbw_GBps: float
+    source: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """A copy engine's peer-to-peer copy rate, one direction, one pair of GPUs."""
+
+    platform: str
+    GBps: float
+    source: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class GemmCollective:
+    """A GEMM and its collective as a framework times them, and a peer's fused version.
+
+    ``shape``: the GEMM each rank runs, (m, n, k). ``times_ms``: what was published, by
+    part: "gemm" (the GEMM alone), "collective" (the library's collective alone), "baseline"
+    (the two one after the other), and the peer's scheme name (its fused time).
+    """
+
+    name: str
+    platform: str
+    tp: int
+    shape: tuple[int, int, int]
+    collective: str          # "reduce_scatter" (GEMM then RS) or "all_gather" (AG then GEMM)
+    scheme: str | None
+    times_ms: dict[str, float]
+    source: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class DmaCollective:
+    """A DMA-engine collective against the vendor library's, both alone."""
+
+    platform: str
+    gpus: int
+    collective: str
+    message_bytes: int
+    speedup: float
+    source: str
+    quote: str
+
+
+_ML_ENG = ("stas00/ml-engineering network/README.md (commit 744d01e), nccl-tests tables")
+_ROCM_BLOG = ("ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X' "
+              "(2025-03-02; ROCm/rocm-blogs blogs/software-tools-optimization/mi300x-rccl-xgmi/README.md, "
+              "commit 0e81c2c), rccl-tests all_reduce_perf, RCCL 2.22.3, ROCm 6.3.0")
+
+BUS_BANDWIDTHS: tuple[BusBandwidth, ...] = (
+    BusBandwidth("h100-sxm", 8, "reduce_scatter", "ring", 8 * GiB, 362.16,
+                 "NVIDIA/nccl issue 1047 (2023-10-31), reduce_scatter_perf on 8 x H100",
+                 "8589934592 268435456 float sum -1 20754 413.89 362.16 0"),
+    BusBandwidth("h100-sxm", 8, "reduce_scatter", "ring", 128 * MiB, 311.34,
+                 "NVIDIA/nccl issue 1047 (2023-10-31), reduce_scatter_perf on 8 x H100",
+                 "134217728 4194304 float sum -1 377.2 355.81 311.34"),
+    BusBandwidth("h100-sxm", 8, "all_gather", "ring", 8 * GiB, 350.0,
+                 "NVIDIA/nccl issue 1281 (2024-05-10)",
+                 "the result of nccl-tests on H100, reducescatter's busbw is 360GBps, and allgather's busbw is 350GBps"),
+    BusBandwidth("h100-sxm", 8, "all_reduce", "nvls", 16 * GiB, 480.0,
+                 "NVIDIA/nccl-tests issue 212 (NCCL maintainer, 2024-05-06)",
+                 "On 8 GPUs, you should reach a peak busBw of ~480GB/s (algbw ~275GB/s)"),
+    BusBandwidth("h100-sxm", 8, "all_reduce", "nvls", 256 * MiB, 423.38,
+                 "Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md (commit ae0b6a7), NCCL 2.18.5, "
+                 "all_reduce in place, NVLS",
+                 "| 256M | 423.38 |"),
+    BusBandwidth("h200-sxm", 8, "all_reduce", "ring", 16 * GiB, 367.2,
+                 _ML_ENG + ", 8 x H200, NCCL_NVLS_ENABLE=0",
+                 "| all-reduce, NCCL_NVLS_ENABLE=0 | Ring | 367.2GBps | 82% |"),
+    BusBandwidth("h200-sxm", 8, "all_gather", "ring", 16 * GiB, 361.4,
+                 _ML_ENG + ", 8 x H200", "| all-gather | Ring | 361.4GBps | 80% |"),
+    BusBandwidth("h200-sxm", 8, "reduce_scatter", "ring", 16 * GiB, 362.9,
+                 _ML_ENG + ", 8 x H200", "| reduce-scatter | Ring | 362.9GBps | 81% |"),
+    BusBandwidth("h200-sxm", 8, "all_reduce", "nvls", 16 * GiB, 480.0,
+                 _ML_ENG + ", 8 x H200, NCCL_NVLS_ENABLE=1",
+                 "| all-reduce, NCCL_NVLS_ENABLE=1 | NVLS | 480.0GBps | 107% |"),
+    BusBandwidth("a100-sxm", 8, "all_reduce", "default", 16 * GiB, 234.89,
+                 _ML_ENG + ", 8 x A100 (one node)", "17_179_869_184 127997 134.22 234.89"),
+    BusBandwidth("a100-sxm", 8, "all_reduce", "default", 128 * MiB, 176.92,
+                 _ML_ENG + ", 8 x A100 (one node)", "134_217_728 1327.6 101.10 176.92"),
+    BusBandwidth("b200", 8, "all_reduce", "default", 16 * GiB, 845.67,
+                 _ML_ENG + ", 8 x B200 (AWS P6-B200, one node), all_reduce_bench.py, torch 2.9.1, NCCL 2.27.7",
+                 "| 16GiB | 845.67GBps | 381.80GBps | 2.2x |"),
+    BusBandwidth("mi300x", 8, "all_reduce", "default", 16 * GiB, 318.98, _ROCM_BLOG,
+                 "17179869184 4294967296 float sum -1 94254 182.27 318.98 0"),
+    BusBandwidth("mi300x", 8, "all_reduce", "default", 256 * MiB, 305.62, _ROCM_BLOG,
+                 "268435456 67108864 float sum -1 1537.1 174.64 305.62 0"),
+    BusBandwidth("mi300x", 8, "all_reduce", "default", 64 * MiB, 273.66, _ROCM_BLOG,
+                 "67108864 16777216 float sum -1 429.1 156.38 273.66 0"),
+    BusBandwidth("mi300x", 8, "all_reduce", "default", 16 * MiB, 197.26, _ROCM_BLOG,
+                 "16777216 4194304 float sum -1 148.8 112.72 197.26 0"),
+    BusBandwidth("mi355x", 8, "all_reduce", "default", 8 * GiB, 360.97,
+                 "ROCm/system-acceptance-docs docs/common/rccl-benchmarking.md (commit 23e7312): example output on "
+                 "8 x MI350X, which has MI355X's xGMI links",
+                 "8589934592 2147483648 float sum -1 41644 206.27 360.97 0"),
+)
+
+COPY_BANDWIDTHS: tuple[CopyBandwidth, ...] = (
+    CopyBandwidth("h100-sxm", 375.0,
+                  "NVIDIA/nccl issue 1264 (2024-04-24), p2pBandwidthLatencyTest (copy engine, cudaMemcpyPeer) on "
+                  "HGX H100, unidirectional P2P writes, 371-377 GB/s per pair",
+                  "0 2494.76 371.02 376.65 376.60 376.82 375.59 375.94 375.6"),
+    CopyBandwidth("h200-sxm", 396.40,
+                  _ML_ENG.replace("nccl-tests tables", "nvbandwidth") + ", 8 x H200",
+                  "./nvbandwidth -i 10 -t device_to_device_memcpy_write_ce # 396.40 GB/s per pair"),
+)
+
+_FLUX = ("bytedance/flux README 'Performance' (commit 239a13d, 2024-07-25), TP 8, fp16, "
+         "M 4096, K 49152 (6144 per rank), N 12288")
+_KRAKEN = ("meta-pytorch/kraken PR 19 (2025-07-31), 8 x H100, bf16, GEMM + reduce-scatter, "
+           "Torch+NCCL against Async-TP (symmetric memory)")
+
+GEMM_COLLECTIVES: tuple[GemmCollective, ...] = (
+    GemmCollective("Flux GEMM+RS, 8 x H800", "h800-sxm", 8, (4096, 12288, 6144), "reduce_scatter", "flux",
+                   {"gemm": 0.818, "collective": 0.590, "baseline": 1.408, "flux": 0.932}, _FLUX,
+                   "| Gemm+RS(H800) | 4096 | 49152 | 12288 | 0.818ms | 0.590ms | 1.408ms | 0.822ms | 0.111ms | 0.932ms |"),
+    GemmCollective("Flux GEMM+RS, 8 x A800", "a800-sxm", 8, (4096, 12288, 6144), "reduce_scatter", "flux",
+                   {"gemm": 2.453, "collective": 0.646, "baseline": 3.100, "flux": 2.508}, _FLUX,
+                   "| Gemm+RS(A800) | 4096 | 49152 | 12288 | 2.453ms | 0.646ms | 3.100ms | 2.429ms | 0.080ms | 2.508ms |"),
+    GemmCollective("Torch AG + GEMM, 8 x H800", "h800-sxm", 8, (4096, 6144, 12288), "all_gather", None,
+                   {"gemm": 0.846, "collective": 0.583}, _FLUX.replace("K 49152 (6144 per rank), N 12288",
+                                                                        "K 12288, N 49152 (6144 per rank)"),
+                   "| AG+Gemm(H800) | 4096 | 12288 | 49152 | 0.846ms | 0.583ms | 1.429ms | 0.814ms | 0.143ms | 0.957ms |"),
+    GemmCollective("Torch AG + GEMM, 8 x A800", "a800-sxm", 8, (4096, 6144, 12288), "all_gather", None,
+                   {"gemm": 2.438, "collective": 0.662}, _FLUX.replace("K 49152 (6144 per rank), N 12288",
+                                                                        "K 12288, N 49152 (6144 per rank)"),
+                   "| AG+Gemm(A800) | 4096 | 12288 | 49152 | 2.438ms | 0.662ms | 3.099ms | 2.378ms | 0.091ms | 2.469ms |"),
+    GemmCollective("async-TP GEMM+RS, 8 x H100, M 512", "h100-sxm", 8, (512, 4096, 14336), "reduce_scatter",
+                   "async_tp", {"baseline": 0.133653, "async_tp": 0.613784}, _KRAKEN,
+                   "| (512, 4096,14336) | 0.133653 | 0.613784 | 0.307717 | 0.22x | 0.43x | 1.99x |"),
+    GemmCollective("async-TP GEMM+RS, 8 x H100, M 1024", "h100-sxm", 8, (1024, 4096, 14336), "reduce_scatter",
+                   "async_tp", {"baseline": 0.223621, "async_tp": 0.666917}, _KRAKEN,
+                   "| (1024, 4096,14336) | 0.223621 | 0.666917 | 0.314597 | 0.34x | 0.71x | 2.12x |"),
+    GemmCollective("async-TP GEMM+RS, 8 x H100, M 2048", "h100-sxm", 8, (2048, 4096, 14336), "reduce_scatter",
+                   "async_tp", {"baseline": 0.422704, "async_tp": 0.755246}, _KRAKEN,
+                   "| (2048, 4096,14336) | 0.422704 | 0.755246 | 0.409870 | 0.56x | 1.03x | 1.84x |"),
+)
+
+DMA_COLLECTIVES: tuple[DmaCollective, ...] = (
+    DmaCollective("mi300x", 8, "all_gather", GiB, 1.16,
+                  "DMA collectives on MI300X (arXiv 2511.06605 v1, abstract)",
+                  "DMA collectives are at-par or better for large sizes (10s of MB to GB) in terms of both "
+                  "performance (16% better) and power (32% better)"),
+)
