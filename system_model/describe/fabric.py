@@ -17,8 +17,8 @@ it sends:
   fabric (one xGMI link of seven), all of them through a switch.
 * **Beyond the fabric's domain** (TP larger than ``domain_gpus``) the group spans nodes.
   NCCL lays one ring per NIC, each crossing between nodes once per node, so the node's
-  NICs together carry one GPU's ring traffic (:meth:`ring_link`: the multi-node all-reduce
-  bus bandwidth is the node's NIC bandwidth, as NCCL's tests show). A reduction that first
+  NICs together carry one GPU's ring traffic (the multi-node all-reduce bus bandwidth is
+  the node's NIC bandwidth, as NCCL's tests show; :mod:`system_model.kernels.collectives`). A reduction that first
   reduces inside the node sends only ``1/domain`` of the tensor between nodes
   (:meth:`hierarchical_rs_s`). Direct sends reach the peers outside the domain through the
   GPU's own NIC (:meth:`direct_send_s`).
@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .hardware import LinkConfig
 from .units import check_int_range, check_positive, check_range
 
 __all__ = ["TOPOLOGIES", "FabricConfig"]
@@ -126,19 +125,9 @@ class FabricConfig:
             return self._pair_links * self.link_Bps
         return self.links_per_gpu * self.link_Bps
 
-    def ring_link(self, n: int) -> LinkConfig:
-        """The ring a collective over ``n`` GPUs runs on, as the model's :class:`LinkConfig`
-        (``ring_bytes_per_s`` is its per-GPU rate)."""
-        check_int_range("tp", n, 2, 1 << 16)
-        if self.in_domain(n):
-            rate, latency = self.group_egress_Bps(n), self.link_latency_ns
-        else:
-            # NCCL lays one ring per NIC of a node; each ring crosses between nodes once per
-            # node, so a node's ``domain_gpus`` NICs together carry what one GPU sends on the
-            # ring: the ring's rate is the smaller of the fabric's and the node's NICs'.
-            rate = min(self.group_egress_Bps(self.domain_gpus), self.domain_gpus * self.scale_out_GBps * 1e9)
-            latency = self.scale_out_latency_ns
-        return LinkConfig(link_bw_GBps=2 * rate / 1e9, link_latency_ns=latency, ring_directions=1)
+    def hop_latency_ns(self, n: int) -> float:
+        """One hop of a group of ``n``: through the fabric inside the domain, the NICs beyond."""
+        return self.link_latency_ns if self.in_domain(n) else self.scale_out_latency_ns
 
     def direct_send_s(self, bytes_per_peer: float, n: int) -> float:
         """Sending ``bytes_per_peer`` to each of the other ``n - 1`` GPUs at once, without the
@@ -162,7 +151,7 @@ class FabricConfig:
         return max(inside, between)
 
     def hop_latency_s(self, n: int) -> float:
-        return (self.link_latency_ns if self.in_domain(n) else self.scale_out_latency_ns) * 1e-9
+        return self.hop_latency_ns(n) * 1e-9
 
     @property
     def _pair_links(self) -> int:

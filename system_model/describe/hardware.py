@@ -1,20 +1,21 @@
-"""GPU, memory and ring-link parameters; the presets, read from their TOML files.
+"""The GPU and its memory; a system is a GPU, its fabric and its transports.
 
-Every field carries its unit in its name. The presets live in ``system_model/presets/``
-(one file per platform, with a source for every figure; :mod:`.descriptions`):
-``t3-paper`` is the GPU the T3 paper simulates (80 CUs, 1.4 GHz, 16 MB L2, 1 TB/s HBM2;
-ring links of 150 GB/s bidirectional and 500 ns), the others today's GPUs. Where a source
-gives no number the file says what was chosen and why (see also the calibration table in
-the README).
+Every field carries its unit in its name. The presets live in ``describe/presets/`` (one
+file per platform, with a source for every figure; :mod:`.files`): ``t3-paper`` is the GPU
+the T3 paper simulates (80 CUs, 1.4 GHz, 16 MB L2, 1 TB/s HBM2; ring links of 150 GB/s
+bidirectional and 500 ns), the others today's GPUs. Where a source gives no number the file
+says what was chosen and why (see also the calibration table in the README).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .fabric import FabricConfig
+from .transport import TransportConfig
 from .units import check_int_range, check_positive, check_range
 
-__all__ = ["GpuConfig", "LinkConfig", "SystemConfig", "PRESETS", "preset"]
+__all__ = ["GpuConfig", "SystemConfig"]
 
 
 @dataclass(frozen=True)
@@ -110,65 +111,24 @@ class GpuConfig:
 
 
 @dataclass(frozen=True)
-class LinkConfig:
-    """The ring's point-to-point links.
-
-    Attributes
-    ----------
-    link_bw_GBps : float
-        Bidirectional bandwidth of one link (as vendors and the paper quote it).
-    link_latency_ns : float
-        Latency of one hop.
-    ring_directions : int
-        1: a unidirectional ring uses half of ``link_bw_GBps``; 2: two counter-rotating
-        rings each carry half the data and use both directions.
-    """
-
-    link_bw_GBps: float
-    link_latency_ns: float
-    ring_directions: int = 1
-
-    def __post_init__(self):
-        check_positive("link_bw_GBps", self.link_bw_GBps)
-        check_range("link_bw_GBps", self.link_bw_GBps, 1e-3, 1e6)
-        check_range("link_latency_ns", self.link_latency_ns, 0, 1e6)
-        check_int_range("ring_directions", self.ring_directions, 1, 2)
-
-    @property
-    def ring_bytes_per_s(self) -> float:
-        """Bandwidth a ring collective sends with, per GPU."""
-        return self.link_bw_GBps * 1e9 / 2 * self.ring_directions
-
-
-@dataclass(frozen=True)
 class SystemConfig:
+    """A GPU, the fabric its group runs on and what its transports reach."""
+
     name: str
     gpu: GpuConfig
-    link: LinkConfig
+    fabric: FabricConfig
+    transport: TransportConfig
     source: str = ""
 
     def with_changes(self, **changes) -> SystemConfig:
-        """A copy with GPU or link fields changed by name (``hbm_GBps=...``, ``link_bw_GBps=...``)."""
-        gpu_fields = {k: v for k, v in changes.items() if k in GpuConfig.__dataclass_fields__}
-        link_fields = {k: v for k, v in changes.items() if k in LinkConfig.__dataclass_fields__}
-        unknown = set(changes) - set(gpu_fields) - set(link_fields)
+        """A copy with GPU, fabric or transport fields changed by name (``hbm_GBps=...``)."""
+        parts = {"gpu": self.gpu, "fabric": self.fabric, "transport": self.transport}
+        new = {}
+        for part, obj in parts.items():
+            mine = {k: v for k, v in changes.items() if k in type(obj).__dataclass_fields__}
+            new[part] = replace(obj, **mine) if mine else obj
+        known = {k for obj in parts.values() for k in type(obj).__dataclass_fields__}
+        unknown = set(changes) - known
         if unknown:
             raise ValueError(f"unknown hardware field(s): {', '.join(sorted(unknown))}")
-        return replace(self, gpu=replace(self.gpu, **gpu_fields), link=replace(self.link, **link_fields))
-
-
-def _presets() -> dict[str, SystemConfig]:
-    # The presets are TOML files (system_model/presets/); their reader needs the classes
-    # above, so it is imported here, after them.
-    from .presets import DESCRIPTIONS
-    return {name: d.system for name, d in DESCRIPTIONS.items()}
-
-
-#: Every shipped preset's system (``python -m system_model show-preset NAME`` prints its file).
-PRESETS: dict[str, SystemConfig] = _presets()
-
-
-def preset(name: str) -> SystemConfig:
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {name!r}")
-    return PRESETS[name]
+        return replace(self, **new)

@@ -15,6 +15,9 @@ show-preset NAME``) is such a file, shipped in ``system_model/presets/``::
     [fabric]                    # FabricConfig: topology, link_bw_GBps, links_per_gpu, ...
     ...
 
+    [transport]                 # TransportConfig: library, generation, sm_link_efficiency,
+    ...                         # ce_link_efficiency, channels, channel_GBps, nvls_efficiency, ...
+
     [[kernels]]                 # optional, the GEMM library's kernels, large tile first
     tile_m = 128
     ...
@@ -43,12 +46,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .fabric import FabricConfig
-from .gemm import GemmKernelConfig
 from .hardware import GpuConfig, SystemConfig
+from .kernels import GemmKernelConfig
 from .models import TransformerModel, WorkloadConfig
+from .transport import TransportConfig
 
 if TYPE_CHECKING:
-    from .schemes import StudyConfig
+    from .config import StudyConfig
 
 __all__ = ["DescriptionError", "HardwareDescription", "ModelDescription", "read_hardware", "parse_hardware",
            "dump_hardware", "read_model", "parse_model", "dump_model"]
@@ -69,35 +73,30 @@ class HardwareDescription:
     description: str
     gpu: GpuConfig
     fabric: FabricConfig
+    transport: TransportConfig
     kernels: tuple[GemmKernelConfig, ...]
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     t3_blocks: bool = True
 
     @property
     def system(self) -> SystemConfig:
-        """The sublayer study's system: the GPU and the ring a collective over the whole
-        domain runs on."""
-        return SystemConfig(self.name, self.gpu, self.fabric.ring_link(self.fabric.domain_gpus), self.description)
+        """The GPU, its fabric and its transports."""
+        return SystemConfig(self.name, self.gpu, self.fabric, self.transport, self.description)
 
     def study_config(self, workload: WorkloadConfig | None = None, *, rtl_timing=None) -> StudyConfig:
-        """The model's configuration: the GPU, its ring, its library's large-tile kernel, T3's blocks."""
+        """The model's configuration: the system, its library's kernels, T3's blocks."""
         from .block_timing import RTL_TIMING_JSON, load_block_timing
-        from .schemes import StudyConfig
+        from .config import StudyConfig
 
         block = load_block_timing(RTL_TIMING_JSON if rtl_timing is None else rtl_timing)
-        return StudyConfig(system=self.system, block=block, kernel=self.kernels[0],
-                           workload=workload or WorkloadConfig())
+        return StudyConfig(system=self.system, block=block, kernels=self.kernels,
+                           workload=workload or WorkloadConfig(), t3_blocks=self.t3_blocks)
 
     def with_changes(self, **changes) -> HardwareDescription:
-        """A copy with GPU or fabric fields (or ``t3_blocks``) changed by name."""
-        gpu = {k: v for k, v in changes.items() if k in GpuConfig.__dataclass_fields__}
-        fabric = {k: v for k, v in changes.items() if k in FabricConfig.__dataclass_fields__}
+        """A copy with GPU, fabric or transport fields (or ``t3_blocks``) changed by name."""
         own = {k: v for k, v in changes.items() if k == "t3_blocks"}
-        unknown = set(changes) - set(gpu) - set(fabric) - set(own)
-        if unknown:
-            raise ValueError(f"unknown platform field(s): {', '.join(sorted(unknown))}")
-        return dataclasses.replace(self, gpu=dataclasses.replace(self.gpu, **gpu),
-                                   fabric=dataclasses.replace(self.fabric, **fabric), **own)
+        system = self.system.with_changes(**{k: v for k, v in changes.items() if k != "t3_blocks"})
+        return dataclasses.replace(self, gpu=system.gpu, fabric=system.fabric, transport=system.transport, **own)
 
 
 @dataclass(frozen=True)
@@ -194,10 +193,11 @@ def _top(data: dict, file: str, allowed: dict[str, type], required: tuple[str, .
 
 def parse_hardware(data: dict, file: str = "<hardware>") -> HardwareDescription:
     _top(data, file, {"name": str, "description": str, "t3_blocks": bool, "gpu": dict, "fabric": dict,
-                      "kernels": list, "sources": dict}, ("name", "gpu", "fabric"))
+                      "transport": dict, "kernels": list, "sources": dict}, ("name", "gpu", "fabric", "transport"))
     _check_name(file, data["name"])
     gpu = _build(GpuConfig, data["gpu"], f"{file}: [gpu]")
     fabric = _build(FabricConfig, data["fabric"], f"{file}: [fabric]")
+    transport = _build(TransportConfig, data["transport"], f"{file}: [transport]")
     kernels = tuple(_build(GemmKernelConfig, k, f"{file}: [[kernels]] #{i + 1}")
                     for i, k in enumerate(data.get("kernels", [{}])))
     if not kernels:
@@ -206,8 +206,8 @@ def parse_hardware(data: dict, file: str = "<hardware>") -> HardwareDescription:
     for key, value in sources.items():
         if not isinstance(value, str):
             raise DescriptionError(f"{file}: [sources] {key} must be a string, not {value!r}")
-    return HardwareDescription(data["name"], data.get("description", ""), gpu, fabric, kernels, dict(sources),
-                               data.get("t3_blocks", True))
+    return HardwareDescription(data["name"], data.get("description", ""), gpu, fabric, transport, kernels,
+                               dict(sources), data.get("t3_blocks", True))
 
 
 def read_hardware(path: str | Path, *, presets: dict | None = None) -> HardwareDescription:
@@ -248,7 +248,7 @@ def dump_hardware(h: HardwareDescription) -> str:
     """The description as TOML that :func:`read_hardware` reads back to an equal description."""
     lines = [f"name = {_toml_value(h.name)}", f"description = {_toml_value(h.description)}",
              f"t3_blocks = {_toml_value(h.t3_blocks)}", "", "[gpu]", *_table(h.gpu), "", "[fabric]",
-             *_table(h.fabric)]
+             *_table(h.fabric), "", "[transport]", *_table(h.transport)]
     for kernel in h.kernels:
         lines += ["", "[[kernels]]", *_table(kernel)]
     if h.sources:

@@ -1,0 +1,107 @@
+"""Everything a sublayer evaluation needs besides the sublayer itself.
+
+The hardware (:class:`~.hardware.SystemConfig`: GPU, fabric, transports), the GEMM
+library's kernels, the T3 blocks' timing, the workload, the DRAM arbiter's parameters and
+what the peers' published designs leave to the implementation. Frozen, hashable: results
+are cached by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .block_timing import BlockTiming
+from .hardware import SystemConfig
+from .kernels import GemmKernelConfig
+from .models import WorkloadConfig
+from .units import check_int_range, check_range
+
+__all__ = ["ArbiterConfig", "PeerConfig", "StudyConfig"]
+
+
+@dataclass(frozen=True)
+class ArbiterConfig:
+    """T3-MCA's parameters (``rtl.arbiter.MemoryArbiter``'s inputs).
+
+    Attributes
+    ----------
+    starvation_limit_cycles : int
+        Longest wait of a communication request at the head of its queue.
+    threshold : int or None
+        Queue occupancy below which communication may issue (the cycle-level channel
+        only; None: set per GEMM from its memory intensity).
+    """
+
+    starvation_limit_cycles: int = 64
+    threshold: int | None = None
+
+    def __post_init__(self):
+        check_int_range("starvation_limit_cycles", self.starvation_limit_cycles, 1, 1 << 16)
+        if self.threshold is not None:
+            check_int_range("threshold", self.threshold, 1, 4096)
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    """What the peers' published designs leave to the implementation (each in the calibration table).
+
+    Attributes
+    ----------
+    launch_gap_us : float
+        A dependent kernel or copy launched on another stream: the host-side launch and the
+        stream-event wait before it starts (async-TP pays one per chunk matmul and copy).
+    groups_per_gemm : int
+        FlashOverlap's tile groups per GEMM (each signalled and sent on its own).
+    nccl_sms : int
+        SMs NCCL's kernel holds while it overlaps the GEMM (FlashOverlap).
+    """
+
+    launch_gap_us: float = 5.0
+    groups_per_gemm: int = 8
+    nccl_sms: int = 16
+
+    def __post_init__(self):
+        check_range("launch_gap_us", self.launch_gap_us, 0.0, 1e4)
+        check_int_range("groups_per_gemm", self.groups_per_gemm, 1, 4096)
+        check_int_range("nccl_sms", self.nccl_sms, 1, 1024)
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """The configuration of an evaluation.
+
+    Attributes
+    ----------
+    system : SystemConfig
+        GPU, fabric, transports.
+    block : BlockTiming
+        T3's tracker, DMA and reducer timing.
+    kernels : tuple of GemmKernelConfig
+        The GEMM library's kernels; each GEMM runs the fastest (by modelled time).
+    cu_sharing_cus : int
+        CUs given to communication in ``cu_sharing`` (8 of 80, as in the paper's study).
+    t3_blocks : bool
+        Whether the GPU has T3's tracker and near-memory reducer (the T3 schemes run only then).
+    """
+
+    system: SystemConfig
+    block: BlockTiming
+    kernels: tuple[GemmKernelConfig, ...] = (GemmKernelConfig(),)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    arbiter: ArbiterConfig = field(default_factory=ArbiterConfig)
+    peer: PeerConfig = field(default_factory=PeerConfig)
+    cu_sharing_cus: int = 8
+    t3_blocks: bool = True
+
+    def __post_init__(self):
+        check_int_range("cu_sharing_cus", self.cu_sharing_cus, 1, self.system.gpu.cus - 1)
+        if not self.kernels:
+            raise ValueError("kernels must hold at least one kernel")
+        for k in self.kernels:
+            if not isinstance(k, GemmKernelConfig):
+                raise TypeError(f"kernels must be GemmKernelConfig, not {k!r}")
+
+    @property
+    def kernel(self) -> GemmKernelConfig:
+        """The library's first (large-tile) kernel: element size and the defaults."""
+        return self.kernels[0]

@@ -1,0 +1,60 @@
+"""A GEMM library's kernel: the choices the paper does not give, one set per tile shape.
+
+A hardware file lists its library's kernels (``[[kernels]]``, the large tile first); for each
+GEMM the model runs the one whose modelled time is least
+(:func:`system_model.kernels.gemm.choose_kernel`), as the libraries' heuristics aim to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import check_int_range, check_range
+
+__all__ = ["GemmKernelConfig"]
+
+
+@dataclass(frozen=True)
+class GemmKernelConfig:
+    """Kernel choices the paper does not give.
+
+    Attributes
+    ----------
+    tile_m, tile_n : int
+        Macro tile per workgroup: 128 x 128, a common rocBLAS/Tensile fp16 macro tile on
+        CDNA for large GEMMs. In T3 a tile is the unit the tracker counts writes for.
+    k_tile : int
+        Depth of one k-loop iteration (Tensile's DepthU): the k-slice a CU prefetches.
+    prefetch_stages : int
+        k-slices a CU's global-to-LDS pipeline holds (2: double buffering); all but the one
+        being consumed are in flight, which bounds the GEMM's outstanding requests.
+    group_rows : int
+        Tile rows walked together, column by column, inside a stage (grouped rasterisation,
+        Tensile's WorkGroupMapping of 8).
+    compute_efficiency : float
+        Fraction of the matrix-core peak a compute-bound tile achieves.
+    bytes_per_element : int
+        fp16.
+    """
+
+    tile_m: int = 128
+    tile_n: int = 128
+    k_tile: int = 32
+    prefetch_stages: int = 2
+    group_rows: int = 8
+    compute_efficiency: float = 0.8
+    bytes_per_element: int = 2
+
+    def __post_init__(self):
+        check_int_range("tile_m", self.tile_m, 1, 4096)
+        check_int_range("tile_n", self.tile_n, 1, 4096)
+        check_int_range("k_tile", self.k_tile, 1, 4096)
+        check_int_range("prefetch_stages", self.prefetch_stages, 2, 16)
+        check_int_range("group_rows", self.group_rows, 1, 4096)
+        check_range("compute_efficiency", self.compute_efficiency, 0.01, 1.0)
+        check_int_range("bytes_per_element", self.bytes_per_element, 1, 8)
+
+    def prefetch_bytes_per_cu(self, k: int) -> int:
+        """Operand bytes one CU keeps in flight."""
+        depth = min(self.k_tile, k)
+        return (self.prefetch_stages - 1) * (self.tile_m + self.tile_n) * depth * self.bytes_per_element

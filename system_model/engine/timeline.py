@@ -1,0 +1,399 @@
+"""A fluid, event-driven timeline: flows of work served continuously by shared resources.
+
+Why fluid and not cycle by cycle: a sublayer moves gigabytes through a GPU in milliseconds,
+and a study runs thousands of them. What decides who waits is which resource each piece of
+work needs and how the resource is shared, not the order of individual requests (the
+cycle-level channel, :mod:`.dram_cycle`, is kept as the reference the fluid DRAM rule is
+checked against). So every scheme is a set of **flows** on one timeline:
+
+* a :class:`Flow` is an amount of work (bytes, or GEMM waves) with a demand per unit of
+  work on each resource it uses (DRAM units and grants, link bytes, reducer bytes, ...), a
+  cap on its own rate (a GEMM wave cannot outrun its matrix work, a transfer cannot outrun
+  its engine), and a class for the DRAM arbiter ("compute" or "comm");
+* between two events every rate is constant, set by the sharing rule
+  (:func:`.sharing.allocate`: progressive filling, with the DRAM shared as the verified
+  arbiter shares it: round robin or compute first);
+* a transfer can only send what exists: a flow may **follow** a leader (the GEMM producing
+  its tiles), ``ratio`` units of it per unit of the leader's work; caught up, it runs at
+  ``ratio`` times the leader's rate, coupled to it in the sharing (:meth:`Engine.follow`);
+  ``released`` caps it further (a tile that waits for another GPU's);
+* events are a flow finishing, a flow reaching a mark, a follower catching up, and timers
+  (a trigger's latency, a kernel's launch). A scheme reacts with callbacks that start flows,
+  link followers, release work or set timers.
+
+A transfer still running after the GEMM ends gets whatever the resources give once the
+GEMM's flows are gone: the uncontended rate, by construction.
+
+**Invariants checked on every run** (:class:`EngineError` if one fails):
+
+* work conservation in every interval: each running flow is at its cap, is coupled to a
+  leader it has caught up with, or uses a resource that is saturated (no resource idles
+  while a flow that uses it could go faster); no resource is over-committed;
+* conservation of work: every flow ends with exactly its work served, and each
+  resource's integrated use equals the sum of its flows' work times their demands.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .sharing import DRAM, GRANTS, Policy, allocate
+
+__all__ = ["Flow", "Engine", "EngineError", "RESOLUTION"]
+
+#: Relative resolution of the invariant checks and of "done" (floating-point slack).
+RESOLUTION = 1e-9
+#: A run that needs more events than this is a bug (a flow that can never finish).
+MAX_EVENTS = 2_000_000
+
+
+class EngineError(RuntimeError):
+    """An invariant of the timeline failed: a bug in a scheme or in the engine, never an input error."""
+
+
+@dataclass(eq=False)
+class Flow:
+    """Work served by resources over time.
+
+    Attributes
+    ----------
+    name : str
+        For timelines and error messages.
+    work : float
+        Units of work (bytes for a transfer, waves for a GEMM).
+    demand : dict[str, float]
+        Resource units per unit of work. DRAM takes two entries: ``"dram"``, its service
+        in byte-equivalents of bank time (a near-memory update holds its bank for a read
+        and a write), and ``"dram_grants"``, the bytes of requests it puts through the
+        arbiter (what round robin shares equally).
+    cap : float
+        Units of work per second the flow can do with every resource to itself (``inf``:
+        only resources bound it).
+    klass : str
+        The DRAM arbiter's class: ``"compute"`` (the GEMM's traffic) or ``"comm"``.
+    released : float
+        A cap on the work it may do so far; ``work`` by default (:meth:`Engine.release`).
+    produced : float
+        Work that exists so far (tiles produced), when the flow follows a leader; ``work``
+        by default (:meth:`Engine.follow`).
+    lane : str
+        The timeline lane the flow is drawn in ("GEMM", "link", ...).
+    """
+
+    name: str
+    work: float
+    demand: dict[str, float]
+    cap: float = math.inf
+    klass: str = "comm"
+    released: float | None = None
+    produced: float | None = None
+    lane: str = ""
+    # -- state, kept by the engine --
+    done: float = 0.0
+    rate: float = 0.0
+    start_s: float | None = None
+    end_s: float | None = None
+    on_end: list[Callable] = field(default_factory=list, repr=False)
+    marks: list[tuple[float, int, Callable]] = field(default_factory=list, repr=False)
+    leader: Flow | None = field(default=None, repr=False)
+    ratio: float = 0.0
+    lead_mark: float = 0.0
+    followers: list = field(default_factory=list, repr=False)
+    # -- compiled by the engine at start: demands as (resource index, coefficient) --
+    terms: list = field(default_factory=list, repr=False)
+    floor_terms: list = field(default_factory=list, repr=False)
+    weight: float = 1.0
+    dram: float = 0.0
+    coupled: int = -1          # index of the leader in the interval's allocation, when caught up
+
+    def __post_init__(self):
+        if not (self.work >= 0 and math.isfinite(self.work)):
+            raise EngineError(f"flow {self.name!r}: work must be finite and >= 0, not {self.work}")
+        if not self.cap > 0:
+            raise EngineError(f"flow {self.name!r}: cap must be > 0, not {self.cap}")
+        if self.released is None:
+            self.released = self.work
+        if self.produced is None:
+            self.produced = self.work
+        for key, value in self.demand.items():
+            if not (value >= 0 and math.isfinite(value)):
+                raise EngineError(f"flow {self.name!r}: demand on {key} must be finite and >= 0, not {value}")
+
+    @property
+    def finished(self) -> bool:
+        return self.end_s is not None
+
+    @property
+    def available(self) -> float:
+        """Work it may have done by now: what is released and what exists."""
+        made = self.produced
+        if self.leader is not None:
+            made += self.ratio * (self.leader.done - self.lead_mark)
+        return min(self.work, self.released, made)
+
+    def _tol(self) -> float:
+        return RESOLUTION * max(1.0, self.work)
+
+
+class Engine:
+    """The timeline of one GPU (by symmetry, every GPU of the group runs the same one).
+
+    ``capacities``: resource name -> units per second. ``policy``: how the DRAM arbiter
+    shares the channel between the classes (:class:`.sharing.Policy`).
+    """
+
+    def __init__(self, capacities: dict[str, float], policy: Policy, *, record: bool = False):
+        for name, c in capacities.items():
+            if not (c > 0 and math.isfinite(c)):
+                raise EngineError(f"resource {name!r}: capacity must be finite and > 0, not {c}")
+        self.capacities = dict(capacities)
+        self._names = list(capacities)
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self._caps = [capacities[n] for n in self._names]
+        self._dram = self._index.get(DRAM, -1)
+        self.policy = policy
+        self.now = 0.0
+        self.active: list[Flow] = []
+        self.flows: list[Flow] = []
+        self._timers: list[tuple[float, int, Callable]] = []
+        self._seq = 0
+        self._used = [0.0] * len(self._names)
+        self.events = 0
+        self._memo: tuple | None = None          # (runnable flows and couplings, their rates)
+        self.record = record
+        #: Per interval, when ``record``: (start, end, {flow name: rate}, {resource: use / capacity}).
+        self.intervals: list[tuple[float, float, dict[str, float], dict[str, float]]] = []
+
+    # -- what schemes call --------------------------------------------------------------
+    def start(self, flow: Flow, on_end: Callable | None = None) -> Flow:
+        """Start ``flow`` now; ``on_end(engine, flow)`` runs when it finishes."""
+        for key in flow.demand:
+            if key != GRANTS and key not in self._index:
+                raise EngineError(f"flow {flow.name!r} uses {key!r}, which is not a resource here "
+                                  f"({', '.join(self._names)})")
+        if flow.cap == math.inf and not any(a > 0 for r, a in flow.demand.items() if r in self._index):
+            raise EngineError(f"flow {flow.name!r} is bounded by nothing: give it a cap or a resource")
+        if on_end is not None:
+            flow.on_end.append(on_end)
+        flow.terms = [(self._index[r], a) for r, a in flow.demand.items() if r in self._index and a > 0]
+        flow.dram = flow.demand.get(DRAM, 0.0)
+        grants = flow.demand.get(GRANTS, 0.0)
+        flow.weight = 1.0 / grants if grants > 0 else 1.0 / max((a for _, a in flow.terms), default=1.0)
+        flow.floor_terms = [(len(self._names), grants or flow.dram)] if flow.dram > 0 else []
+        flow.start_s = self.now
+        self.flows.append(flow)
+        if flow.work <= 0:
+            self._finish(flow)
+        else:
+            self.active.append(flow)
+        return flow
+
+    def at(self, time_s: float, callback: Callable) -> None:
+        """Run ``callback(engine)`` at ``time_s`` (not before now)."""
+        self._seq += 1
+        heapq.heappush(self._timers, (max(time_s, self.now), self._seq, callback))
+
+    def after(self, delay_s: float, callback: Callable) -> None:
+        self.at(self.now + max(0.0, delay_s), callback)
+
+    def mark(self, flow: Flow, progress: float, callback: Callable) -> None:
+        """Run ``callback(engine, flow)`` when ``flow`` has done ``progress`` units of work."""
+        self._seq += 1
+        heapq.heappush(flow.marks, (progress, self._seq, callback))
+
+    def release(self, flow: Flow, amount: float) -> None:
+        """Release ``amount`` more units of ``flow``'s work (never beyond its work)."""
+        flow.released = min(flow.work, flow.released + amount)
+
+    def follow(self, flow: Flow, leader: Flow | None, ratio: float = 0.0) -> None:
+        """From now on ``ratio`` units of ``flow``'s work exist per unit of ``leader``'s
+        (``leader`` None: none are being made)."""
+        self._fold(flow)
+        if leader is not None and ratio > 0 and not leader.finished:
+            flow.leader, flow.ratio, flow.lead_mark = leader, ratio, leader.done
+            leader.followers.append(flow)
+
+    def produce(self, flow: Flow, amount: float) -> None:
+        """``amount`` more units of ``flow``'s work exist (made at once, not by a leader)."""
+        flow.produced += amount
+
+    def _fold(self, flow: Flow) -> None:
+        if flow.leader is not None:
+            flow.produced += flow.ratio * (flow.leader.done - flow.lead_mark)
+            if flow in flow.leader.followers:
+                flow.leader.followers.remove(flow)
+            flow.leader, flow.ratio = None, 0.0
+
+    # -- the loop -----------------------------------------------------------------------
+    def run(self) -> float:
+        """Run until nothing is left; returns the time of the last event."""
+        while self.active or self._timers:
+            self.events += 1
+            if self.events > MAX_EVENTS:
+                raise EngineError(f"more than {MAX_EVENTS} events: a flow that can never finish "
+                                  f"({', '.join(f.name for f in self.active)})")
+            runnable = self._runnable()
+            for f in self.active:
+                f.rate = 0.0
+            if runnable:
+                # The same flows, coupled alike, share alike: reuse the last allocation.
+                key = tuple((id(f), f.coupled) for f in runnable)
+                if self._memo is not None and self._memo[0] == key:
+                    rates = self._memo[1]
+                else:
+                    rates = allocate(runnable, self._caps, self.policy, self._dram)
+                    self._memo = (key, rates)
+                    for f, x in zip(runnable, rates, strict=True):
+                        f.rate = x
+                    self._check_interval(runnable)
+                for f, x in zip(runnable, rates, strict=True):
+                    f.rate = x
+            dt = self._next_dt(runnable)
+            if dt == math.inf:
+                blocked = ", ".join(f.name for f in self.active)
+                raise EngineError(f"deadlock at {self.now:.9g} s: {blocked} wait for work nobody releases")
+            self._advance(dt, runnable)
+            self._fire()
+        self._check_conservation()
+        return self.now
+
+    def _runnable(self) -> list[Flow]:
+        """The flows that can run this interval; a follower caught up with its leader's
+        production runs coupled to it (``coupled``: the leader's index), or not at all."""
+        leaders, out = {}, []
+        for f in self.active:
+            f.coupled = -1
+        for f in self.active:
+            if f.leader is None:
+                if f.done < min(f.work, f.released) - f._tol():
+                    leaders[id(f)] = len(out)
+                    out.append(f)
+        for f in self.active:
+            if f.leader is None:
+                continue
+            tol = f._tol()
+            if f.done >= min(f.work, f.released) - tol:
+                continue                                      # held by its release cap
+            if f.done < f.available - tol:
+                out.append(f)
+            elif id(f.leader) in leaders:
+                f.coupled = leaders[id(f.leader)]
+                out.append(f)
+        return out
+
+    def _next_dt(self, runnable: list[Flow]) -> float:
+        dt = self._timers[0][0] - self.now if self._timers else math.inf
+        for f in runnable:
+            if f.rate <= 0:
+                continue
+            target = min(f.work, f.released)
+            if f.marks:
+                target = min(target, f.marks[0][0])
+            dt = min(dt, max(0.0, (target - f.done) / f.rate))
+            if f.leader is not None and f.coupled < 0:
+                closing = f.rate - f.ratio * f.leader.rate
+                if closing > 0:
+                    dt = min(dt, max(0.0, (f.available - f.done) / closing))
+        return dt
+
+    def _advance(self, dt: float, runnable: list[Flow]) -> None:
+        if dt <= 0:
+            return
+        if self.record:
+            use = [0.0] * len(self._caps)
+            for f in runnable:
+                for r, a in f.terms:
+                    use[r] += a * f.rate
+            self.intervals.append((self.now, self.now + dt, {f.name: f.rate for f in runnable if f.rate > 0},
+                                   {n: use[i] / self._caps[i] for i, n in enumerate(self._names)}))
+        used = self._used
+        # Leaders first: a follower's limit grows with its leader's progress.
+        for f in sorted(runnable, key=lambda g: g.leader is not None):
+            if f.rate > 0:
+                step = min(f.rate * dt, f.available - f.done) if f.leader is not None else \
+                    min(f.rate * dt, min(f.work, f.released) - f.done)
+                step = max(step, 0.0)
+                f.done += step
+                for r, a in f.terms:
+                    used[r] += a * step
+        self.now += dt
+
+    def _fire(self) -> None:
+        # Marks, then flows that finished, then timers due now: a flow's end may start
+        # another whose mark is due at once, so loop until nothing fires.
+        fired = True
+        while fired:
+            fired = False
+            for f in list(self.active):
+                tol = f._tol()
+                while f.marks and f.done >= f.marks[0][0] - tol:
+                    _, _, callback = heapq.heappop(f.marks)
+                    callback(self, f)
+                    fired = True
+                if f.done >= f.work - tol and f in self.active:
+                    f.done = f.work
+                    self.active.remove(f)
+                    self._finish(f)
+                    fired = True
+            while self._timers and self._timers[0][0] <= self.now + RESOLUTION * max(self.now, 1e-12):
+                _, _, callback = heapq.heappop(self._timers)
+                callback(self)
+                fired = True
+
+    def _finish(self, f: Flow) -> None:
+        f.end_s = self.now
+        f.rate = 0.0
+        for follower in list(f.followers):
+            self._fold(follower)
+        for callback in f.on_end:
+            callback(self, f)
+
+    # -- invariants ---------------------------------------------------------------------
+    def _check_interval(self, runnable: list[Flow]) -> None:
+        caps = self._caps
+        use = [0.0] * len(caps)
+        for f in runnable:
+            x = f.rate
+            if x < -RESOLUTION or x > f.cap * (1 + 1e-6):
+                raise EngineError(f"flow {f.name!r} given {x:.6g}/s outside [0, cap {f.cap:.6g}]")
+            if f.coupled >= 0 and x > f.ratio * runnable[f.coupled].rate * (1 + 1e-6) + RESOLUTION:
+                raise EngineError(f"flow {f.name!r} outruns the work its leader makes")
+            for r, a in f.terms:
+                use[r] += a * x
+        saturated = [False] * len(caps)
+        for r, u in enumerate(use):
+            if u > caps[r] * (1 + 1e-6):
+                raise EngineError(f"resource {self._names[r]!r} over-committed at {self.now:.9g} s: "
+                                  f"{u:.6g} of {caps[r]:.6g}")
+            saturated[r] = u >= caps[r] * (1 - 1e-6)
+        for f in runnable:
+            if f.rate >= f.cap * (1 - 1e-6) or any(saturated[r] for r, _ in f.terms):
+                continue
+            if f.coupled >= 0 and f.rate >= f.ratio * runnable[f.coupled].rate * (1 - 1e-6):
+                continue
+            state = ", ".join(f"{self._names[r]} {use[r] / caps[r]:.3f}" for r, _ in f.terms)
+            raise EngineError(f"work conservation broken at {self.now:.9g} s: flow {f.name!r} runs at "
+                              f"{f.rate:.6g}/s, below its cap {f.cap:.6g}, and none of its resources is saturated "
+                              f"({state})")
+
+    @property
+    def used(self) -> dict[str, float]:
+        """Each resource's integrated use so far."""
+        return dict(zip(self._names, self._used, strict=True))
+
+    def _check_conservation(self) -> None:
+        expected = [0.0] * len(self._caps)
+        for f in self.flows:
+            if f.end_s is None:
+                raise EngineError(f"flow {f.name!r} never finished")
+            if abs(f.done - f.work) > RESOLUTION * max(1.0, f.work):
+                raise EngineError(f"flow {f.name!r} served {f.done:.9g} of {f.work:.9g}")
+            for r, a in f.terms:
+                expected[r] += a * f.work
+        for r, e in enumerate(expected):
+            if abs(self._used[r] - e) > 1e-6 * max(e, 1.0):
+                raise EngineError(f"resource {self._names[r]!r} served {self._used[r]:.9g} units, its flows "
+                                  f"needed {e:.9g}")

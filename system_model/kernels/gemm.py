@@ -1,0 +1,294 @@
+"""GEMM: its tile order, its waves, the DRAM traffic an L2 of finite size lets through, and
+the kernel a library would run.
+
+One order for timing and traffic. Each CU computes one ``tile_m x tile_n`` tile of C at a
+time; tiles are dispatched in row-major order (tile row by tile row, which T3's staged
+GEMM needs: a stage is a range of C's rows), ``cus`` at a time, so wave ``w`` holds tiles
+``w*cus .. (w+1)*cus - 1``. A wave's CUs step through K together, one ``k_tile`` slice at a
+time, reading for each tile row it touches an A slice (``tile_m x k_tile``) and for each
+tile column a B slice (``k_tile x tile_n``).
+
+The L2 as a reuse-distance model of LRU at panel granularity: within a wave an A panel
+(``tile_m x K``) or a B panel (``K x tile_n``) is read from DRAM once and shared through
+the L2 by the wave's tiles, which step through K together. Between waves, a panel a wave
+needs was last touched by an earlier wave, and everything the waves in between touched
+lies between the two uses; under LRU it hits iff that footprint fits the L2. A wave's
+footprint is its A and B panels and, where stores allocate in the L2, its output tiles
+(baseline stores write-allocate; T3's tracked stores bypass the caches, so they take none).
+
+**A wave on the timeline** (:func:`wave_cap_per_s`): it cannot be shorter than its matrix
+work plus the first operands' latency (``Tc + L``), nor than the latency of every k-slice
+over the prefetch depth its CUs keep in flight (Little's law: ``L x K / (k_tile x
+(prefetch_stages - 1))``); the DRAM, shared, decides the rest (:mod:`system_model.engine`).
+
+**The kernel** (:func:`choose_kernel`): of the library's kernels, the one whose modelled
+time alone is least, as cuBLAS's and hipBLASLt's heuristics aim to (not a proxy: a proxy
+such as "fewest waves x tile area" let a bigger GEMM finish sooner).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..describe.hardware import GpuConfig
+from ..describe.kernels import GemmKernelConfig
+from ..describe.models import GemmShape
+from ..describe.units import check_int_range
+
+__all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "wave_cap_per_s",
+           "gemm_alone_s", "choose_kernel", "wave_stage_bytes"]
+
+
+@dataclass(frozen=True)
+class GemmTiming:
+    """Waves of a GEMM and their DRAM traffic; times in seconds, traffic in bytes.
+
+    ``wave_reads[w]`` is wave ``w``'s DRAM reads after the L2; ``wave_tiles[w]`` its tiles;
+    ``stage_tiles[s]`` the tiles of stage ``s`` (in dispatch order, stage after stage);
+    ``stage_bytes[s]`` the output bytes they hold. ``stores_cached`` says which L2 policy
+    the traffic was computed for (baseline: True).
+    """
+
+    shape: GemmShape
+    cus: int
+    tiles: int
+    tiles_n: int
+    tile_m: int
+    tile_compute_s: float
+    out_tile_bytes: int
+    cu_load_bytes_per_tile: float
+    wave_reads: tuple[float, ...]
+    wave_tiles: tuple[int, ...]
+    stage_tiles: tuple[int, ...]
+    stage_bytes: tuple[float, ...]
+    stores_cached: bool
+    #: Operand bytes one CU keeps in flight (its prefetch: bounds the requests in flight).
+    prefetch_bytes_per_cu: float = 0.0
+    #: k-loop steps per tile (the k-slices whose latency the prefetch hides).
+    k_steps_per_tile: int = 1
+
+    @property
+    def waves(self) -> int:
+        return len(self.wave_tiles)
+
+    @property
+    def compute_s(self) -> float:
+        return self.waves * self.tile_compute_s
+
+    @functools.cached_property
+    def dram_read_bytes(self) -> float:
+        return float(sum(self.wave_reads))
+
+    @property
+    def dram_write_bytes(self) -> float:
+        return float(sum(self.stage_bytes))
+
+    @property
+    def output_bytes(self) -> float:
+        return float(sum(self.stage_bytes))
+
+    @functools.cached_property
+    def stage_bytes_by_wave(self) -> tuple[dict[int, float], ...]:
+        """Output bytes each wave completes, by stage."""
+        out = [dict() for _ in range(self.waves)]
+        start = 0
+        for s, (tiles, nbytes) in enumerate(zip(self.stage_tiles, self.stage_bytes, strict=True)):
+            if not tiles:
+                continue
+            per_tile = nbytes / tiles
+            t = start
+            while t < start + tiles:
+                w = t // self.cus
+                end = min(start + tiles, (w + 1) * self.cus)
+                out[w][s] = out[w].get(s, 0.0) + (end - t) * per_tile
+                t = end
+            start += tiles
+        return tuple(out)
+
+    @functools.cached_property
+    def segments(self) -> tuple[tuple[int, int, float], ...]:
+        """``(first wave, waves, reads per wave)`` of each run of waves alike: the same
+        tiles and the same stages' bytes. The run's reads are its waves' mean: a GPU's CUs
+        start their next tile as they finish one, not in lock-step waves, so within a run
+        the L2's misses of one wave and the next blend (every scheme and every bound runs
+        the same runs)."""
+        out, w = [], 0
+        comp = self.stage_bytes_by_wave
+        while w < self.waves:
+            n = 1
+            while (w + n < self.waves and self.wave_tiles[w + n] == self.wave_tiles[w]
+                   and comp[w + n] == comp[w]):
+                n += 1
+            out.append((w, n, sum(self.wave_reads[w:w + n]) / n))
+            w += n
+        return tuple(out)
+
+    @functools.cached_property
+    def stage_end_waves(self) -> tuple[int, ...]:
+        """The wave that completes each stage (a stage without tiles: its predecessor's)."""
+        ends, done = [], 0
+        for tiles in self.stage_tiles:
+            done += tiles
+            ends.append(max(0, (done - 1) // self.cus) if done else -1)
+        return tuple(ends)
+
+    def wave_output_bytes(self, w: int) -> float:
+        """Output bytes wave ``w`` completes."""
+        return sum(self.stage_bytes_by_wave[w].values())
+
+
+def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_rows: int) -> np.ndarray:
+    """The dispatch order as an array of (tile row, tile column).
+
+    Stage by stage (each a range of tile rows, so that a stage's rows of C are done before
+    the next stage's, as T3's staged GEMM needs), and within a stage in groups of
+    ``group_rows`` tile rows walked column by column (the grouped rasterisation GEMM
+    libraries use for L2 locality: Tensile's WorkGroupMapping, CUTLASS's swizzle).
+    """
+    if sum(stage_rows) != tiles_m:
+        raise ValueError(f"stage rows must add up to the {tiles_m} tile rows, not {sum(stage_rows)}")
+    parts, row = [], 0
+    cols = np.arange(tiles_n)
+    for rows in stage_rows:
+        for group in range(row, row + rows, group_rows):
+            height = min(group_rows, row + rows - group)
+            r = np.tile(np.arange(group, group + height), tiles_n)
+            c = np.repeat(cols, height)
+            parts.append(np.stack([r, c], axis=1))
+        row += rows
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=int)
+
+
+def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
+    """New tile rows each stage needs: stage ``s`` holds C's rows ``s*m/stages`` up to the
+    next stage's, and is done when every tile row overlapping them is; a stage whose rows
+    lie inside a tile row an earlier stage needed adds none (0)."""
+    tiles_m = math.ceil(m / tile_m)
+    needed = [min(tiles_m, math.ceil((s + 1) * m / stages / tile_m)) for s in range(stages)]
+    return tuple(b - a for a, b in zip([0, *needed], needed, strict=False))
+
+
+@functools.lru_cache(maxsize=8192)
+def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
+                 stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
+    """Per wave, DRAM read bytes and tiles under the reuse-distance LRU model of the L2;
+    per stage, its tiles and output bytes."""
+    e = kernel.bytes_per_element
+    tiles_m, tiles_n = math.ceil(shape.m / kernel.tile_m), math.ceil(shape.n / kernel.tile_n)
+    rows_per_stage = stage_tile_rows(shape.m, kernel.tile_m, stages)
+    order = tile_order(tiles_m, tiles_n, rows_per_stage, kernel.group_rows)
+    a_panel, b_panel = kernel.tile_m * shape.k * e, kernel.tile_n * shape.k * e
+    out_tile = kernel.tile_m * kernel.tile_n * e
+    n_tiles = len(order)
+    waves = math.ceil(n_tiles / cus)
+    wave_of = np.arange(n_tiles) // cus
+    counts = np.bincount(wave_of, minlength=waves)
+
+    def uses(index: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per wave: how many distinct panels it touches, and the (wave, panel) uses sorted
+        by panel then wave."""
+        key = np.unique(wave_of * size + index)
+        w, p = key // size, key % size
+        per_wave = np.bincount(w, minlength=waves)
+        by_panel = np.lexsort((w, p))
+        return per_wave, np.stack([w[by_panel], p[by_panel]], axis=1)
+    rows_w, a_uses = uses(order[:, 0], tiles_m)
+    cols_w, b_uses = uses(order[:, 1], tiles_n)
+    footprint = rows_w * a_panel + cols_w * b_panel + (counts * out_tile if stores_cached else 0)
+    until = np.concatenate([[0.0], np.cumsum(footprint, dtype=float)])    # waves 0..w-1
+
+    def misses(use: np.ndarray) -> np.ndarray:
+        w, p = use[:, 0], use[:, 1]
+        first = np.ones(len(w), dtype=bool)
+        first[1:] = p[1:] != p[:-1]
+        prev = np.empty_like(w)
+        prev[1:] = w[:-1]
+        distance = until[w] - until[np.where(first, 0, prev)]
+        miss = first | (distance > l2_bytes)
+        return np.bincount(w[miss], minlength=waves)
+    reads = misses(a_uses) * a_panel + misses(b_uses) * b_panel
+    stage_tiles = tuple(r * tiles_n for r in rows_per_stage)
+    # Output bytes per stage: its tile rows' real rows of C (the last tile row may be short).
+    row_end = np.minimum(np.cumsum(rows_per_stage) * kernel.tile_m, shape.m)
+    row_start = np.concatenate([[0], row_end[:-1]])
+    stage_bytes = tuple(float(b) for b in (row_end - row_start) * shape.n * e)
+    return (tuple(float(x) for x in reads), tuple(int(c) for c in counts), stage_tiles, stage_bytes)
+
+
+def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
+                stores_cached: bool = True) -> GemmTiming:
+    """Waves and traffic of ``shape`` dispatched in ``stages`` row ranges on ``cus`` CUs
+    (default: all); ``stores_cached=False`` for T3's tracked stores, which bypass the L2."""
+    cus = gpu.cus if cus is None else cus
+    check_int_range("cus", cus, 1, gpu.cus)
+    check_int_range("stages", stages, 1, 1 << 16)
+    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages)
+
+
+@functools.lru_cache(maxsize=8192)
+def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
+                 stores_cached: bool, stages: int) -> GemmTiming:
+    e = kernel.bytes_per_element
+    tiles_n = math.ceil(shape.n / kernel.tile_n)
+    tiles = math.ceil(shape.m / kernel.tile_m) * tiles_n
+    flops_per_tile = 2 * kernel.tile_m * kernel.tile_n * shape.k
+    cu_flops = gpu.clock_GHz * 1e9 * gpu.fp16_flops_per_cycle_per_cu * kernel.compute_efficiency
+    reads, counts, stage_tiles, stage_bytes = wave_traffic(shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6,
+                                                           stores_cached=stores_cached, stages=stages)
+    return GemmTiming(shape=shape, cus=cus, tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m,
+                      tile_compute_s=flops_per_tile / cu_flops, out_tile_bytes=kernel.tile_m * kernel.tile_n * e,
+                      cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * shape.k * e,
+                      wave_reads=reads, wave_tiles=counts, stage_tiles=stage_tiles, stage_bytes=stage_bytes,
+                      stores_cached=stores_cached, prefetch_bytes_per_cu=kernel.prefetch_bytes_per_cu(shape.k),
+                      k_steps_per_tile=math.ceil(shape.k / kernel.k_tile))
+
+
+def wave_stage_bytes(gemm: GemmTiming, w: int) -> dict[int, float]:
+    """Output bytes wave ``w`` completes, by stage."""
+    return gemm.stage_bytes_by_wave[w]
+
+
+def wave_cap_per_s(gemm: GemmTiming, w: int, latency_s: float) -> float:
+    """Waves per second wave ``w`` can run at with the DRAM to itself: its matrix work and
+    the first operands' latency, and its k-slices' latency over its prefetch depth."""
+    time = gemm.tile_compute_s + latency_s
+    if gemm.prefetch_bytes_per_cu > 0:
+        # Little's law per CU: every k-slice's operands arrive a latency after they are asked
+        # for, and (prefetch_stages - 1) slices are in flight.
+        time = max(time, latency_s * gemm.cu_load_bytes_per_tile / gemm.prefetch_bytes_per_cu)
+    return 1.0 / time
+
+
+def gemm_alone_s(gemm: GemmTiming, gpu: GpuConfig, *, store_units: float = 1.0, local_store_fraction: float = 1.0
+                 ) -> float:
+    """The GEMM alone on its CUs (the timeline's answer with nothing beside it, in closed
+    form): each run of waves at the slowest of its cap and the DRAM's service of its reads
+    and stores (``store_units`` of service per stored byte; ``local_store_fraction`` of the
+    output stored in this GPU's memory)."""
+    key = (gpu.dram_bytes_per_s, gpu.dram_latency_ns, store_units, local_store_fraction)
+    cache = gemm.__dict__.setdefault("_alone", {})
+    if key not in cache:
+        dram, latency = gpu.dram_bytes_per_s, gpu.dram_latency_ns * 1e-9
+        total = 0.0
+        for w, n, reads in gemm.segments:
+            units = reads + store_units * local_store_fraction * gemm.wave_output_bytes(w)
+            total += n * max(1.0 / wave_cap_per_s(gemm, w, latency), units / dram)
+        cache[key] = total
+    return cache[key]
+
+
+def choose_kernel(shape: GemmShape, gpu: GpuConfig, kernels: tuple[GemmKernelConfig, ...], *, cus: int | None = None
+                  ) -> GemmKernelConfig:
+    """The library's kernel for ``shape``: least modelled time alone (the larger tile on a tie)."""
+    if len(kernels) == 1:
+        return kernels[0]
+    best, best_s = None, math.inf
+    for k in kernels:
+        t = gemm_alone_s(gemm_timing(shape, gpu, k, stages=1, cus=cus), gpu)
+        if t < best_s * (1 - 1e-12):
+            best, best_s = k, t
+    return best

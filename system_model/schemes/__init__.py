@@ -1,0 +1,93 @@
+"""Who does what when: every scheme as a schedule of flows on one timeline (:mod:`system_model.engine`).
+
+:func:`evaluate` runs any of :data:`SCHEMES` on one sublayer. The T3 paper's study runs
+:data:`PAPER_SCHEMES`, the peers study :data:`PEER_SCHEMES`. Each result names the ideal it
+is held under (``bound``): ``ideal_overlap`` for the schemes that run the all-gather after
+the reduce-scatter, ``ideal_all_reduce`` for every scheme.
+"""
+
+from __future__ import annotations
+
+from ..describe.config import StudyConfig
+from ..describe.models import GemmShape
+from ..describe.units import check_int_range
+from . import paper, peers, t3
+from .context import COLLECTIVES, SchemeResult, Sublayer
+
+__all__ = ["SCHEMES", "PAPER_SCHEMES", "PEER_SCHEMES", "BOUNDS", "SCHEME_LABELS", "SCHEME_SOURCES", "evaluate",
+           "SchemeResult", "Sublayer"]
+
+_RUN = {
+    "sequential": paper.sequential, "t3": paper.t3, "t3_mca": paper.t3_mca, "cu_sharing": paper.cu_sharing,
+    "t3_ring": lambda sub, record=False: t3.t3_ring(sub, policy="mca", record=record, name="t3_ring"),
+    "t3_direct": t3.t3_direct, "flux": peers.flux, "async_tp": peers.async_tp, "flashoverlap": peers.flashoverlap,
+    "dma_collective": peers.dma_collective, "dma_nmc": peers.dma_nmc, "nvls": peers.nvls,
+}
+_BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(sub),
+               "ideal_all_reduce": lambda sub, record=False: paper.ideal_all_reduce(sub),
+               "ideal_rs_nmc": lambda sub, record=False: t3.ideal_rs_nmc(sub)}
+#: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
+#: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
+#: and keeps its fastest, as a fused kernel is tuned per shape.
+_LIBRARY_KERNEL = {"sequential", "nvls", "async_tp", "ideal_overlap", "ideal_all_reduce", "ideal_rs_nmc"}
+#: The ideals, and which result field names them.
+BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
+
+PAPER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
+PEER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "t3_ring", "t3_direct", "flux", "async_tp",
+                "flashoverlap", "dma_collective", "dma_nmc", "nvls")
+SCHEMES = tuple(dict.fromkeys(PAPER_SCHEMES + PEER_SCHEMES))
+
+SCHEME_LABELS = {
+    "sequential": "Sequential", "ideal_overlap": "Ideal (RS hidden)", "ideal_all_reduce": "Ideal (AR hidden)",
+    "ideal_rs_nmc": "Ideal RS+NMC", "t3": "T3", "t3_mca": "T3-MCA", "cu_sharing": "CU sharing",
+    "t3_ring": "T3-MCA ring", "t3_direct": "T3 direct", "flux": "Flux", "async_tp": "async-TP",
+    "flashoverlap": "FlashOverlap", "dma_collective": "DMA coll.", "dma_nmc": "DMA + NMC", "nvls": "NVLS",
+}
+
+SCHEME_SOURCES = {
+    "sequential": "the GEMM, then the library's all-reduce (NCCL/RCCL's own choice of algorithm and protocol)",
+    "ideal_overlap": "bound: the reduce-scatter's bytes hidden under the fastest GEMM, then the all-gather",
+    "ideal_all_reduce": "bound: the whole all-reduce's bytes hidden under the fastest GEMM",
+    "ideal_rs_nmc": "the GEMM, then T3's hardware reduce-scatter alone, then the all-gather",
+    "t3": "Pati et al., ASPLOS 2024 (arXiv 2401.16677): track & trigger, NMC, round-robin DRAM arbiter",
+    "t3_mca": "Pati et al., ASPLOS 2024: T3 with compute-first memory-controller arbitration (T3-MCA)",
+    "cu_sharing": "the T3 paper's motivation study: each stage's chunk all-reduced by the library on k CUs",
+    "t3_ring": "T3-MCA on a ring laid over the platform's fabric",
+    "t3_direct": "T3's tracker and NMC with direct remote updates (this model's extension)",
+    "flux": "Chang et al., arXiv 2406.06858; github.com/bytedance/flux",
+    "async_tp": "PyTorch async-TP: torch.distributed._symmetric_memory.fused_matmul_reduce_scatter",
+    "flashoverlap": "Hong et al., arXiv 2504.19519 (FlashOverlap)",
+    "dma_collective": "Agrawal et al., arXiv 2412.14335 (ConCCL: collectives on GPU DMA engines)",
+    "dma_nmc": "ConCCL-style DMA transfers with T3's near-memory reduction (no tracker: stage flags)",
+    "nvls": "NCCL 2.17+ NVLink SHARP all-reduce",
+}
+
+
+def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEMES, collective: str = "all_reduce",
+             record: bool = False) -> dict[str, SchemeResult]:
+    """Every scheme of ``schemes`` for one sublayer GEMM (per GPU) at tensor parallelism ``tp``.
+
+    ``collective``: ``all_reduce`` (the sublayer) or ``reduce_scatter`` (the GEMM + RS that
+    Flux and async-TP publish). ``record`` keeps the timelines and the engine's intervals
+    (for plots); sweeps leave it off.
+    """
+    check_int_range("tp", tp, 2, 1 << 16)
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}, not {collective!r}")
+    for name in schemes:
+        if name not in SCHEMES:
+            raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, not {name!r}")
+    sub = Sublayer(cfg, shape, tp, collective)
+    others = [sub.with_kernel(k) for k in cfg.kernels if k != sub.kernel]
+    out = {}
+    for name in schemes:
+        run = _RUN.get(name) or _BOUNDS_RUN[name]
+        best = run(sub, record=record)
+        if name not in _LIBRARY_KERNEL and best.available:
+            for other in others:
+                r = run(other, record=record)
+                if r.time_s < best.time_s:
+                    best = r
+        out[name] = best
+    return out

@@ -1,0 +1,295 @@
+"""What every scheme shares: the sublayer on its platform, the timeline's resources, the GEMM
+driven wave by wave, collectives as flows, and the result.
+
+A :class:`Sublayer` is one GEMM ``(m, n, k)`` per GPU whose output is reduced over ``tp``
+GPUs (an all-reduce, or a reduce-scatter alone as Flux and async-TP publish it), on one
+platform. Every scheme builds an :class:`~system_model.engine.timeline.Engine` with the same
+resources (:meth:`Sublayer.capacities`):
+
+* ``dram``: the GPU's achievable DRAM bandwidth, in byte-equivalents of bank time;
+* ``link``: the line rate of the GPU's links into the group, one direction (every byte a
+  transfer sends costs ``1 / payload efficiency`` of it: its packets' overhead);
+* ``nic``: the GPU's NIC, where the group spans nodes;
+* ``reducers``: T3's near-memory reducers, the updates they add per second.
+
+By symmetry every GPU runs the same timeline, and what a GPU receives mirrors what it
+sends: a transfer flow carries its sender's DRAM reads and the receiver's writes at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..describe.config import StudyConfig
+from ..describe.kernels import GemmKernelConfig
+from ..describe.models import GemmShape
+from ..engine.sharing import DRAM, GRANTS, Policy, mca_floor_grants_Bps
+from ..engine.timeline import Engine, Flow
+from ..kernels.collectives import Plan, plan
+from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, wave_cap_per_s
+
+__all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "COLLECTIVES"]
+
+COLLECTIVES = ("all_reduce", "reduce_scatter")
+
+
+@dataclass
+class SchemeResult:
+    """One scheme on one sublayer.
+
+    ``time_s`` is None where the scheme cannot run here (``reason`` says why). ``gemm_s``:
+    when its GEMM ended. ``traffic``: DRAM bytes per stream. ``timeline``: (lane, label,
+    start, end) segments. ``slowdowns``: the GEMM's time in the scheme over the GEMM alone,
+    and the collective's over the collective alone (overlapped schemes). ``bound``: the
+    ideal it is held under (``ideal_rs``: the reduce-scatter hidden, the all-gather after;
+    ``ideal_ar``: the whole all-reduce hidden). ``intervals``: the engine's per-interval
+    rates and resource use, when recorded.
+    """
+
+    scheme: str
+    time_s: float | None
+    gemm_s: float = 0.0
+    traffic: dict[str, float] = field(default_factory=dict)
+    timeline: list[tuple[str, str, float, float]] = field(default_factory=list)
+    slowdowns: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    bound: str = "ideal_ar"
+    intervals: list = field(default_factory=list, repr=False)
+    events: int = 0
+
+    @property
+    def available(self) -> bool:
+        return self.time_s is not None
+
+    @property
+    def dram_bytes(self) -> float:
+        return sum(self.traffic.values())
+
+
+def na(scheme: str, reason: str) -> SchemeResult:
+    return SchemeResult(scheme, None, reason=reason)
+
+
+def traffic(gemm_reads, gemm_writes, rs=(0.0, 0.0), ag=(0.0, 0.0)) -> dict[str, float]:
+    return {"gemm_reads": float(gemm_reads), "gemm_writes": float(gemm_writes), "rs_reads": float(rs[0]),
+            "rs_writes": float(rs[1]), "ag_reads": float(ag[0]), "ag_writes": float(ag[1])}
+
+
+class Sublayer:
+    """The shared pieces of one sublayer on one platform at one TP."""
+
+    def __init__(self, cfg: StudyConfig, shape: GemmShape, tp: int, collective: str = "all_reduce",
+                 kernel: GemmKernelConfig | None = None):
+        if collective not in COLLECTIVES:
+            raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}, not {collective!r}")
+        self.cfg, self.shape, self.tp, self.collective = cfg, shape, tp, collective
+        self.all_reduce = collective == "all_reduce"
+        system = cfg.system
+        self.gpu, self.fabric, self.transport, self.block = system.gpu, system.fabric, system.transport, cfg.block
+        #: The library's kernel for the GEMM alone (by modelled time); a fused scheme may run
+        #: another of the library's kernels (:func:`system_model.schemes.evaluate` takes the
+        #: fastest for each scheme).
+        self.library_kernel = choose_kernel(shape, self.gpu, cfg.kernels)
+        self.kernel = self.library_kernel if kernel is None else kernel
+        e = self.kernel.bytes_per_element
+        self.total = shape.m * shape.n * e
+        self.chunk = self.total / tp
+        self.tile_bytes = self.kernel.tile_m * self.kernel.tile_n * e
+        self.in_domain = self.fabric.in_domain(tp)
+        self.ppn = min(tp, self.fabric.domain_gpus)
+        self.latency_s = self.fabric.hop_latency_s(tp)
+        self.dram_latency_s = self.gpu.dram_latency_ns * 1e-9
+        self.mc_hz = self.gpu.mc_clock_GHz * 1e9
+        self.signal_s = self.dram_latency_s + self.latency_s      # a flag stored remotely, then seen by a poll
+        self.launch_s = cfg.peer.launch_gap_us * 1e-6
+
+    # -- resources ----------------------------------------------------------------------
+    @functools.cached_property
+    def link_Bps(self) -> float:
+        """Line rate of the GPU's links into the group (one direction)."""
+        return self.fabric.group_egress_Bps(self.ppn)
+
+    @functools.cached_property
+    def nic_Bps(self) -> float:
+        return self.fabric.scale_out_GBps * 1e9
+
+    @functools.cached_property
+    def reducer_Bps(self) -> float:
+        return self.block.reducer_bytes_per_s(self.gpu.mc_clock_GHz, self.gpu.hbm_channels)
+
+    def capacities(self) -> dict[str, float]:
+        caps = {DRAM: self.gpu.dram_bytes_per_s, "link": self.link_Bps, "reducers": self.reducer_Bps}
+        if not self.in_domain:
+            caps["nic"] = self.nic_Bps
+        return caps
+
+    def policy(self, kind: str) -> Policy:
+        if kind == "rr":
+            return Policy("rr")
+        floor = mca_floor_grants_Bps(channels=self.gpu.hbm_channels, request_bytes=self.gpu.dram_request_bytes,
+                                     mc_clock_GHz=self.gpu.mc_clock_GHz,
+                                     starvation_limit_cycles=self.cfg.arbiter.starvation_limit_cycles)
+        return Policy("mca", floor)
+
+    def engine(self, policy: str = "rr", *, record: bool = False) -> Engine:
+        return Engine(self.capacities(), self.policy(policy), record=record)
+
+    def ring_demand(self, efficiency: float) -> dict[str, float]:
+        """Wire bytes per payload byte of a ring (or forwarded) transfer: on the links, and
+        beyond the domain on the NIC for the one hop of ``ppn`` that leaves the node."""
+        if self.in_domain:
+            return {"link": 1.0 / efficiency}
+        return {"link": (self.ppn - 1) / self.ppn / efficiency,
+                "nic": 1.0 / self.ppn / self.transport.nic_efficiency}
+
+    def direct_demand(self, efficiency: float) -> dict[str, float]:
+        """Wire bytes per payload byte sent straight to every other GPU of the group."""
+        if self.in_domain:
+            return {"link": 1.0 / efficiency}
+        inside = (self.ppn - 1) / (self.tp - 1)
+        return {"link": inside / efficiency, "nic": (1 - inside) / self.transport.nic_efficiency}
+
+    # -- GEMMs --------------------------------------------------------------------------
+    def with_kernel(self, kernel: GemmKernelConfig) -> Sublayer:
+        return Sublayer(self.cfg, self.shape, self.tp, self.collective, kernel)
+
+    def gemm(self, *, stages: int = 1, cus: int | None = None, stores_cached: bool = True,
+             shape: GemmShape | None = None) -> GemmTiming:
+        shape = self.shape if shape is None else shape
+        kernel = self.kernel if shape == self.shape else choose_kernel(shape, self.gpu, self.cfg.kernels, cus=cus)
+        return gemm_timing(shape, self.gpu, kernel, stages=stages, cus=cus, stores_cached=stores_cached)
+
+    @functools.cached_property
+    def gemm_alone_s(self) -> float:
+        """The baseline GEMM alone: all CUs, the library's kernel and order, stores through the L2."""
+        return gemm_alone_s(gemm_timing(self.shape, self.gpu, self.library_kernel, stages=1), self.gpu)
+
+    @functools.cached_property
+    def gemm_lower_bound_s(self) -> float:
+        """No scheme's GEMM can be faster: on all CUs, with the fewest operand reads any tile
+        order or store policy gives and no stores at all, for any of the library's kernels."""
+        best = math.inf
+        for kernel in self.cfg.kernels:
+            for stages in {1, self.tp}:
+                for cached in (True, False):
+                    g = gemm_timing(self.shape, self.gpu, kernel, stages=stages, stores_cached=cached)
+                    best = min(best, gemm_alone_s(g, self.gpu, local_store_fraction=0.0))
+        return best
+
+    # -- collectives --------------------------------------------------------------------
+    def plan(self, op: str, nbytes: float | None = None, *, channels: int | None = None,
+             algorithm: str | None = None) -> Plan:
+        return plan(op, self.total if nbytes is None else nbytes, self.tp, self.fabric, self.transport,
+                    channels=channels, algorithm=algorithm)
+
+    @functools.cached_property
+    def all_gather(self) -> Plan:
+        return self.plan("all_gather")
+
+    @functools.cached_property
+    def after_rs_s(self) -> float:
+        """What follows a reduce-scatter in the sublayer: the library's all-gather, or nothing."""
+        return self.all_gather.time_s if self.all_reduce else 0.0
+
+    @property
+    def ag_traffic(self) -> tuple[float, float]:
+        ag = self.all_gather
+        return (ag.dram_read_bytes, ag.dram_write_bytes) if self.all_reduce else (0.0, 0.0)
+
+    def best_efficiency(self) -> float:
+        return max(self.transport.sm_link_efficiency, self.transport.ce_link_efficiency)
+
+
+class GemmRun:
+    """A GEMM driven through an engine, run of waves after run of waves.
+
+    Each run of waves alike (:attr:`~system_model.kernels.gemm.GemmTiming.segments`) is one
+    flow; ``on_run(engine, flow, first_wave, waves)`` is called as each run starts (a scheme
+    links the transfers that follow the GEMM's production to it), ``on_wave(engine, w)`` as
+    wave ``w`` ends, for the waves of ``marks_at`` (all when None: an event a wave).
+    ``local_fraction(w)``: the share of wave ``w``'s output stored in this GPU's memory;
+    ``store_units``: DRAM service per stored byte (2 for a near-memory update); ``extra(w)``:
+    more demand per wave (stores that leave through the links).
+    """
+
+    def __init__(self, sub: Sublayer, gemm: GemmTiming, *, store_units: float = 1.0,
+                 local_fraction: Callable[[int], float] | None = None, name: str = "GEMM",
+                 on_wave: Callable | None = None, on_end: Callable | None = None, on_run: Callable | None = None,
+                 extra: Callable[[int], dict] | None = None, marks_at: set[int] | None = None):
+        self.sub, self.gemm, self.name = sub, gemm, name
+        self.store_units = store_units
+        self.local_fraction = local_fraction or (lambda w: 1.0)
+        self.on_wave, self.on_end, self.on_run = on_wave, on_end, on_run
+        self.extra = extra
+        self.marks_at = marks_at
+        self.flow: Flow | None = None
+        self.run_start = 0
+        self.start_s: float | None = None
+        self.end_s: float | None = None
+        self._latency = sub.dram_latency_s
+        self._segments: list = []
+
+    def start(self, engine: Engine) -> None:
+        self.start_s = engine.now
+        self._segments = list(self.gemm.segments)
+        if not self._segments:
+            self._finish(engine)
+            return
+        self._next_run(engine)
+
+    def waves_done(self) -> float:
+        """Waves done so far (fractional inside a run)."""
+        return self.run_start + (self.flow.done if self.flow is not None else 0.0)
+
+    def _next_run(self, engine: Engine) -> None:
+        g = self.gemm
+        w, n, reads = self._segments.pop(0)
+        stored = self.local_fraction(w) * g.wave_output_bytes(w)
+        demand = {DRAM: reads + self.store_units * stored, GRANTS: reads + stored}
+        if self.extra is not None:
+            for r, a in self.extra(w).items():
+                demand[r] = demand.get(r, 0.0) + a
+        flow = Flow(f"{self.name} waves {w}-{w + n - 1}", n, demand, cap=wave_cap_per_s(g, w, self._latency),
+                    klass="compute", lane="GEMM")
+        self.flow, self.run_start = flow, w
+        if self.on_wave is not None:
+            for i in range(1, n + 1):
+                if self.marks_at is None or w + i - 1 in self.marks_at:
+                    engine.mark(flow, i, lambda e, f, wave=w + i - 1: self.on_wave(e, wave))
+        engine.start(flow, self._run_done)
+        if self.on_run is not None:
+            self.on_run(engine, flow, w, n)
+
+    def _run_done(self, engine: Engine, flow: Flow) -> None:
+        if self._segments:
+            self._next_run(engine)
+        else:
+            self._finish(engine)
+
+    def _finish(self, engine: Engine) -> None:
+        self.end_s = engine.now
+        if self.on_end is not None:
+            self.on_end(engine)
+
+
+def start_collective(engine: Engine, sub: Sublayer, p: Plan, *, name: str, lane: str = "link",
+                     extra_latency_s: float = 0.0, on_end: Callable | None = None,
+                     timeline: list | None = None) -> None:
+    """The library's collective ``p`` on the timeline: its latency, then its payload at its
+    rate alone at most, sharing the links and the DRAM."""
+    demand = dict(sub.ring_demand(sub.transport.sm_link_efficiency))
+    d = p.demand(sub.transport.sm_link_efficiency)
+    demand[DRAM], demand[GRANTS] = d[DRAM], d[GRANTS]
+    begin = engine.now
+
+    def go(e: Engine) -> None:
+        def done(e2: Engine, f: Flow) -> None:
+            if timeline is not None:
+                timeline.append((lane, name, begin, e2.now))
+            if on_end is not None:
+                on_end(e2)
+        e.start(Flow(name, p.egress_bytes, demand, cap=p.rate_Bps, lane=lane), done)
+    engine.after(p.latency_s + extra_latency_s, go)

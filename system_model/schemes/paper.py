@@ -1,0 +1,159 @@
+"""The T3 paper's schemes for one sublayer, and the two ideals every scheme is held under.
+
+* ``sequential``: the GEMM (all CUs, the library's order, stores through the L2), then the
+  library's all-reduce (its own choice of algorithm and protocol), nothing shared.
+* ``ideal_overlap`` (``ideal_rs``): the bound of every scheme that hides the reduce-scatter
+  and runs the library's all-gather after it (T3, Flux, async-TP, ...): the fastest GEMM
+  any scheme could run and the reduce-scatter's bytes over the links at their best payload
+  rate and one hop, whichever is longer, then the all-gather.
+* ``ideal_all_reduce`` (``ideal_ar``): the bound of every scheme, those that hide the whole
+  all-reduce (CU sharing) included: the fastest GEMM and the all-reduce's bytes (once each
+  way through a reducing switch, twice otherwise), whichever is longer.
+* ``ideal_rs_nmc``: the GEMM, then T3's hardware reduce-scatter (no CUs, no flags), not
+  overlapped, then the all-gather.
+* ``t3``, ``t3_mca``: :mod:`.t3`.
+* ``cu_sharing``: software fine-grained overlap, the paper's motivation study: the GEMM in
+  ``tp`` stages on ``cus - k`` CUs; as each stage's chunk is done, the library's all-reduce
+  of it runs on the other ``k`` CUs (at most ``k`` channels' rate), one chunk after another,
+  sharing the DRAM round-robin with the GEMM. It hides the all-gather too.
+"""
+
+from __future__ import annotations
+
+from ..engine.timeline import Engine
+from ..kernels.collectives import crossings
+from .context import GemmRun, SchemeResult, Sublayer, start_collective, traffic
+from .t3 import ideal_rs_nmc, t3_ring
+
+__all__ = ["sequential", "ideal_overlap", "ideal_all_reduce", "rs_lower_bound_s", "ar_lower_bound_s", "cu_sharing",
+           "t3", "t3_mca", "ideal_rs_nmc"]
+
+
+def _collective_traffic(sub: Sublayer, op: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(RS, AG) DRAM (reads, writes) of the library's collective that ends the sublayer."""
+    if op == "reduce_scatter":
+        p = sub.plan("reduce_scatter")
+        return (p.dram_read_bytes, p.dram_write_bytes), (0.0, 0.0)
+    p = sub.plan("all_reduce")
+    if p.algorithm in ("nvls", "nvls_tree"):
+        return (p.dram_read_bytes, 0.0), (0.0, p.dram_write_bytes)
+    rs, ag = crossings("reduce_scatter", sub.tp), crossings("all_gather", sub.tp)
+    c = sub.chunk
+    return (rs[0] * c, rs[1] * c), (ag[0] * c, ag[1] * c)
+
+
+def sequential(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    g = sub.gemm()
+    op = sub.collective
+    p = sub.plan(op)
+    rs, ag = _collective_traffic(sub, op)
+    total = sub.gemm_alone_s + p.time_s
+    tl = [("GEMM", "GEMM", 0.0, sub.gemm_alone_s), ("link", f"{op} ({p.algorithm}/{p.protocol})",
+                                                     sub.gemm_alone_s, total)] if record else []
+    return SchemeResult("sequential", total, sub.gemm_alone_s, traffic(g.dram_read_bytes, g.output_bytes, rs, ag),
+                        tl, bound="ideal_ar")
+
+
+def rs_lower_bound_s(sub: Sublayer) -> float:
+    """A reduce-scatter's bytes over the GPU's links (and NIC) at the best payload rate any
+    of its engines reaches, by the cheapest route the fabric offers; no latency."""
+    f, t = sub.fabric, sub.transport
+    eff = sub.best_efficiency()
+    send = sub.total * (sub.tp - 1) / sub.tp
+    if sub.in_domain:
+        return send / (sub.link_Bps * eff)
+    ppn = sub.ppn
+    ring = send * max((ppn - 1) / ppn / (sub.link_Bps * eff), 1 / ppn / (sub.nic_Bps * t.nic_efficiency))
+    options = [ring, f.hierarchical_rs_s(sub.total, sub.tp)]
+    if f.topology != "ring":
+        options.append(f.direct_send_s(sub.chunk, sub.tp))
+    return min(options)
+
+
+def ar_lower_bound_s(sub: Sublayer) -> float:
+    """An all-reduce's bytes: twice a reduce-scatter's, or through a reducing switch inside
+    its domain the tensor once each way (plus the GPU's own share)."""
+    rs = rs_lower_bound_s(sub)
+    if sub.fabric.switch_reduction and sub.in_domain:
+        return min(2 * rs, sub.total * (sub.tp + 1) / sub.tp / (sub.link_Bps * sub.best_efficiency()))
+    return 2 * rs
+
+
+def ideal_overlap(sub: Sublayer) -> SchemeResult:
+    """``ideal_rs``: the reduce-scatter hidden under the fastest GEMM, the all-gather after."""
+    g = sub.gemm_lower_bound_s
+    comm = rs_lower_bound_s(sub) + sub.latency_s
+    return SchemeResult("ideal_overlap", max(g, comm) + sub.after_rs_s, g, bound="ideal_rs")
+
+
+def ideal_all_reduce(sub: Sublayer) -> SchemeResult:
+    """``ideal_ar``: the whole collective hidden under the fastest GEMM."""
+    g = sub.gemm_lower_bound_s
+    comm = (ar_lower_bound_s(sub) if sub.all_reduce else rs_lower_bound_s(sub)) + sub.latency_s
+    return SchemeResult("ideal_all_reduce", max(g, comm), g, bound="ideal_ar")
+
+
+def t3(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    return t3_ring(sub, policy="rr", record=record)
+
+
+def t3_mca(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    return t3_ring(sub, policy="mca", record=record)
+
+
+def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    k = sub.cfg.cu_sharing_cus
+    tp = sub.tp
+    gemm = sub.gemm(stages=tp, cus=sub.gpu.cus - k)
+    op = "all_reduce" if sub.all_reduce else "reduce_scatter"
+    engine = sub.engine("rr", record=record)
+    timeline: list = []
+    pending: list[int] = []
+    state = {"busy": False, "last_end": 0.0, "gemm": None, "comm_s": 0.0}
+    finished: list[float] = []
+    cum = []
+    acc = 0
+    for tiles in gemm.stage_tiles:
+        acc += tiles
+        cum.append(acc)
+
+    def next_collective(e: Engine) -> None:
+        if state["busy"] or not pending:
+            return
+        s = pending.pop(0)
+        nbytes = gemm.stage_bytes[s]
+        if nbytes <= 0:
+            next_collective(e)
+            return
+        p = sub.plan(op, nbytes, channels=k)        # the all-reduce of this stage's rows
+        state["busy"] = True
+        begin = e.now
+
+        def done(e2: Engine) -> None:
+            state["busy"] = False
+            state["comm_s"] += e2.now - begin
+            finished.append(e2.now)
+            next_collective(e2)
+        start_collective(e, sub, p, name=f"{op} {s + 1}", on_end=done, timeline=timeline if record else None)
+
+    ends: dict[int, list[int]] = {}
+    for s, total in enumerate(cum):
+        if gemm.stage_tiles[s] > 0:
+            ends.setdefault((total - 1) // gemm.cus, []).append(s)
+
+    def on_wave(e: Engine, w: int) -> None:
+        pending.extend(ends.get(w, []))
+        next_collective(e)
+
+    run = GemmRun(sub, gemm, on_wave=on_wave, marks_at=set(ends), on_end=lambda e: state.__setitem__("gemm", e.now))
+    run.start(engine)
+    engine.run()
+    end = max([state["gemm"], *finished])
+    if record:
+        timeline.append(("GEMM", "GEMM", 0.0, state["gemm"]))
+    full = sub.plan(op)
+    rs, ag = _collective_traffic(sub, op)
+    return SchemeResult("cu_sharing", end, state["gemm"], traffic(gemm.dram_read_bytes, gemm.output_bytes, rs, ag),
+                        timeline, slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s,
+                                             "collective": state["comm_s"] / full.time_s},
+                        bound="ideal_ar", intervals=engine.intervals, events=engine.events)

@@ -1,0 +1,326 @@
+"""T3 on the timeline: the staged GEMM, track & trigger, near-memory reduction, and the DRAM
+arbiter (round robin for ``t3``, compute first for ``t3_mca``).
+
+The protocol (the paper's Fig. 7), per GPU of a ring of ``tp``: the GEMM computes its output
+in ``tp`` stages, one chunk each, in the ring's staggered order (:func:`~system_model.kernels.gemm.gemm_timing`
+with ``stages=tp``; T3's tracked stores bypass the L2):
+
+* **stage 1**'s stores go straight to the next GPU as the epilogue writes them, through a
+  wave's worth of output buffer: the GEMM may run one wave ahead of the link, no more;
+* a **middle stage**'s chunk is forwarded by the DMA engine, tile by tile as the tracker
+  triggers it, once its local updates and the previous GPU's have landed: it can start when
+  its first tile is done and the link has sent the previous stage's chunk, it can only send
+  what the GEMM has produced, and its last tile waits for the previous GPU's last one
+  (a hop after that GPU's previous step ends, the same time by symmetry);
+* the **last stage** stays local: its chunk is this GPU's result once the last arrival has
+  been added (the reducer's write latency).
+
+Every local tracked store and every arrival is a near-memory update: one grant, two units of
+bank time (``nmc_update_units``) and a reducer's slot; a forward reads its chunk once (the
+DMA) and, by symmetry, the previous GPU's forward arrives here at the same rate. The
+all-gather that completes the all-reduce then runs alone (the library's ring).
+"""
+
+from __future__ import annotations
+
+from ..engine.sharing import DRAM, GRANTS
+from ..engine.timeline import Engine, Flow
+from ..kernels.collectives import hardware_rs_crossings
+from ..kernels.gemm import wave_stage_bytes
+from .context import GemmRun, SchemeResult, Sublayer, na, traffic
+
+__all__ = ["t3_ring", "hardware_rs_s", "hardware_rs_on_timeline", "t3_direct", "ideal_rs_nmc"]
+
+
+def _trigger_s(sub: Sublayer) -> float:
+    """A tile's last write to its first byte on the wire: the tracker and DMA path (RTL
+    timing), the DMA's first DRAM read, and beyond the node the NIC's doorbell and work
+    request."""
+    t = sub.block.trigger_to_link_s(sub.gpu.mc_clock_GHz) + sub.dram_latency_s
+    if not sub.in_domain:
+        t += sub.transport.nic_doorbell_ns * 1e-9
+    return t
+
+
+def _forward_demand(sub: Sublayer, *, dma_read: bool, efficiency: float) -> dict[str, float]:
+    u = sub.gpu.nmc_update_units
+    d = dict(sub.ring_demand(efficiency))
+    d[DRAM] = (1.0 if dma_read else 0.0) + u          # the DMA's read here, the arrival's update here
+    d[GRANTS] = (1.0 if dma_read else 0.0) + 1.0
+    d["reducers"] = 1.0
+    return d
+
+
+class _Production:
+    """What a staged GEMM has produced of each stage, and the transfers that follow it."""
+
+    def __init__(self, gemm, stages: int):
+        self.gemm = gemm
+        self.base = [0.0] * stages           # produced by runs already finished
+        self.ratio = [0.0] * stages          # bytes per wave in the current run
+        self.run = None                      # the GEMM's current run flow
+        self.followers: dict[int, Flow] = {}
+        self.first_wave = [None] * stages    # the first wave holding stage s's tiles
+        for w in range(gemm.waves):
+            for st in wave_stage_bytes(gemm, w):
+                if self.first_wave[st] is None:
+                    self.first_wave[st] = w
+
+    def produced(self, s: int) -> float:
+        return self.base[s] + (self.ratio[s] * self.run.done if self.run is not None and not self.run.finished else 0)
+
+    def on_run(self, engine: Engine, flow: Flow, w: int, n: int) -> None:
+        if self.run is not None:
+            for st, r in enumerate(self.ratio):
+                self.base[st] += r * self.run.work
+        parts = wave_stage_bytes(self.gemm, w)
+        self.ratio = [parts.get(st, 0.0) for st in range(len(self.ratio))]
+        self.run = flow
+        for st, f in self.followers.items():
+            if not f.finished:
+                engine.follow(f, flow, self.ratio[st])
+
+    def link(self, engine: Engine, s: int, f: Flow) -> None:
+        """``f`` sends stage ``s``'s bytes as they are produced."""
+        f.produced = self.produced(s)
+        self.followers[s] = f
+        if self.run is not None and not self.run.finished and self.ratio[s] > 0:
+            engine.follow(f, self.run, self.ratio[s])
+
+
+def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | None = None) -> SchemeResult:
+    """T3 (``policy`` "rr") or T3-MCA ("mca") on a ring of ``sub.tp`` GPUs."""
+    name = name or ("t3_mca" if policy == "mca" else "t3")
+    if not sub.cfg.t3_blocks:
+        return na(name, "no tracker or near-memory reducer on this GPU")
+    tp = sub.tp
+    gemm = sub.gemm(stages=tp, stores_cached=False)
+    stage_bytes = gemm.stage_bytes
+    tr = sub.transport
+    u = sub.gpu.nmc_update_units
+    trigger_s, hop = _trigger_s(sub), sub.latency_s
+    engine = sub.engine(policy, record=record)
+    timeline: list = []
+    prod = _Production(gemm, tp)
+    flows: list[Flow | None] = [None] * tp
+    ends: list[float | None] = [None] * tp
+    state = {"gemm_end": None}
+
+    # Stage 1: the epilogue's stores go to the next GPU through one wave's output buffer:
+    # all but a wave's worth cross while the GEMM computes (its waves carry them), the last
+    # wave's worth drains after (the previous GPU's arrive here, by symmetry, as updates).
+    b0 = stage_bytes[0] if tp > 1 else 0.0
+    buffered = min(b0, gemm.cus * gemm.out_tile_bytes)
+    on_link = (b0 - buffered) / b0 if b0 > 0 else 0.0
+    stage1 = _forward_demand(sub, dma_read=False, efficiency=tr.sm_link_efficiency)
+    stage1_waves = [w for w in range(gemm.waves) if 0 in wave_stage_bytes(gemm, w)]
+
+    def extra(w: int) -> dict:
+        b = wave_stage_bytes(gemm, w).get(0, 0.0) * on_link
+        return {r: a * b for r, a in stage1.items()} if b > 0 and tp > 1 else {}
+
+    def local_fraction(w: int) -> float:
+        parts = wave_stage_bytes(gemm, w)
+        total = sum(parts.values())
+        return 1.0 - parts.get(0, 0.0) / total if total else 1.0
+
+    def step_done(s: int, t_end: float) -> None:
+        ends[s] = t_end
+        if record:
+            timeline.append(("link", f"step {s + 1}", flows[s].start_s if flows[s] else t_end, t_end + hop))
+        f = flows[s + 1] if s + 1 < tp else None
+        # The previous GPU's last tile of the next chunk lands a hop later; its own last
+        # tile triggers then.
+        engine.at(t_end + hop + trigger_s, lambda e: _release_all(e, s + 1))
+        try_start(s + 1)
+        del f
+
+    def _release_all(e: Engine, s: int) -> None:
+        f = flows[s]
+        if f is not None and not f.finished:
+            e.release(f, f.work)
+
+    def start_forward(s: int) -> None:
+        demand = _forward_demand(sub, dma_read=True, efficiency=tr.ce_link_efficiency)
+        prev_end = ends[s - 1]
+        hold = engine.now < prev_end + hop + trigger_s - 1e-15
+        f = Flow(f"step {s + 1}", stage_bytes[s], demand, lane="link",
+                 released=max(0.0, stage_bytes[s] - gemm.out_tile_bytes) if hold else None)
+        flows[s] = f
+        prod.link(engine, s, f)
+        engine.start(f, lambda e, fl: step_done(s, e.now))
+
+    def try_start(s: int) -> None:
+        """Forward of stage ``s`` (1 < s + 1 < tp) once the previous step has left the link
+        and its first tile is done and triggered."""
+        if s < 1 or s >= tp - 1 or flows[s] is not None or ends[s - 1] is None:
+            return
+        if stage_bytes[s] == 0:
+            flows[s] = engine.start(Flow(f"step {s + 1}", 0.0, {}, cap=1.0), lambda e, fl: step_done(s, e.now))
+            return
+        w = prod.first_wave[s]
+        if run.waves_done() < w + 1 - 1e-9:
+            return                                          # the wave end's mark calls again
+        ready = state.setdefault(("ready", s), engine.now + trigger_s)
+        if ready > engine.now + 1e-15:
+            engine.at(ready, lambda e: try_start(s))
+        else:
+            start_forward(s)
+
+    def wave_end(e: Engine, w: int) -> None:
+        for s in range(1, tp - 1):
+            if prod.first_wave[s] == w:
+                state[("ready", s)] = e.now + trigger_s
+                try_start(s)
+        if stage1_waves and w == stage1_waves[-1] and tp > 1:
+            # The buffered part of stage 1 drains (its first tile already left: no trigger).
+            f0 = Flow("step 1 (buffer)", buffered, stage1, lane="link")
+            flows[0] = f0
+            e.start(f0, lambda e2, fl: step_done(0, e2.now))
+
+    def gemm_end(e: Engine) -> None:
+        state["gemm_end"] = e.now
+
+    marks = {prod.first_wave[s] for s in range(1, tp - 1) if prod.first_wave[s] is not None}
+    if stage1_waves:
+        marks.add(stage1_waves[-1])
+    run = GemmRun(sub, gemm, store_units=u, local_fraction=local_fraction, on_wave=wave_end, on_end=gemm_end,
+                  on_run=prod.on_run, extra=extra,
+                  marks_at=marks)
+    run.start(engine)
+    if tp > 1 and b0 == 0:
+        step_done(0, 0.0)
+    engine.run()
+    last = tp - 2
+    received = (ends[last] + hop) if last >= 0 else 0.0
+    rs_done = max(state["gemm_end"], received) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    total = rs_done + sub.after_rs_s
+    if record:
+        timeline.append(("GEMM", "GEMM", 0.0, state["gemm_end"]))
+        if sub.all_reduce:
+            timeline.append(("AG", "all-gather", rs_done, total))
+    out = gemm.output_bytes
+    forwarded = sum(stage_bytes[1:tp - 1])
+    rs_alone = hardware_rs_s(sub)
+    return SchemeResult(
+        name, total, state["gemm_end"],
+        traffic(gemm.dram_read_bytes, out - stage_bytes[0], (forwarded, out - stage_bytes[-1]), sub.ag_traffic),
+        timeline, slowdowns={"gemm": state["gemm_end"] / sub.gemm_alone_s,
+                             "collective": rs_done / rs_alone if rs_alone > 0 else 1.0},
+        bound="ideal_rs", intervals=engine.intervals, events=engine.events)
+
+
+def hardware_rs_s(sub: Sublayer) -> float:
+    """T3's reduce-scatter of an output already in memory, alone (``ideal_rs_nmc``): every
+    step a DMA forward of a chunk whose arrivals are added in memory, pipelined tile by tile
+    (a step starts when the previous one has left the link; its last tile waits for the
+    previous GPU's, a hop and a trigger after that GPU's step ends).
+
+    The timeline of these flows alone, in closed form (:func:`hardware_rs_on_timeline` runs
+    them on the engine; a test holds the two equal)."""
+    if sub.tp < 2:
+        return 0.0
+    demand = _forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    caps = sub.capacities()
+    rate = min(caps[r] / a for r, a in demand.items() if r in caps and a > 0)
+    trigger_s, hop = _trigger_s(sub), sub.latency_s
+    chunk = sub.chunk
+    tile = min(sub.tile_bytes, chunk)
+    step = max(chunk / rate, hop + trigger_s + tile / rate)
+    return (trigger_s + chunk / rate + (sub.tp - 2) * step + hop
+            + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz))
+
+
+def hardware_rs_on_timeline(sub: Sublayer) -> float:
+    """:func:`hardware_rs_s` run on the engine."""
+    return _hardware_rs(sub)[0]
+
+
+def _hardware_rs(sub: Sublayer) -> tuple[float, Engine]:
+    tp = sub.tp
+    engine = sub.engine("rr")
+    trigger_s, hop = _trigger_s(sub), sub.latency_s
+    demand = _forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    chunk = sub.chunk
+    ends = []
+
+    def step(e: Engine, s: int) -> None:
+        if s >= tp - 1:
+            return
+        f = Flow(f"step {s + 1}", chunk, demand, released=max(0.0, chunk - sub.tile_bytes) if s > 0 else chunk)
+
+        def done(e2: Engine, flow: Flow) -> None:
+            ends.append(e2.now)
+            step(e2, s + 1)
+        e.start(f, done)
+        if s > 0:
+            prev = ends[-1]
+            e.at(prev + hop + trigger_s, lambda e2: e2.release(f, chunk) if not f.finished else None)
+    engine.after(trigger_s, lambda e: step(e, 0))
+    engine.run()
+    time = (ends[-1] + hop if ends else 0.0) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    return time, engine
+
+
+def ideal_rs_nmc(sub: Sublayer) -> SchemeResult:
+    """The GEMM alone, then T3's reduce-scatter (no overlap), then the all-gather."""
+    if not sub.cfg.t3_blocks:
+        return na("ideal_rs_nmc", "no tracker or near-memory reducer on this GPU")
+    rs = hardware_rs_s(sub)
+    g = sub.gemm()
+    reads, writes = hardware_rs_crossings(sub.tp)
+    return SchemeResult("ideal_rs_nmc", sub.gemm_alone_s + rs + sub.after_rs_s, sub.gemm_alone_s,
+                        traffic(g.dram_read_bytes, g.output_bytes, (reads * sub.chunk, writes * sub.chunk),
+                                sub.ag_traffic), bound="ideal_rs")
+
+
+def t3_direct(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """T3 beyond a ring: each tracked tile goes from the epilogue straight to its owner as a
+    remote near-memory update, which the owner's reducer adds; no forwarding, no DMA reads.
+    The GEMM computes the peers' chunks first (every wave holds every peer's rows, so the
+    updates use every link at once) and its own chunk last, while the last updates drain.
+    The epilogue's stores leave through a wave's worth of output buffer, as T3's stage 1."""
+    if not sub.cfg.t3_blocks:
+        return na("t3_direct", "no tracker or near-memory reducer on this GPU")
+    from .peers import direct_na
+    if (n := direct_na(sub, "t3_direct", "remote near-memory updates")) is not None:
+        return n
+    tp = sub.tp
+    gemm = sub.gemm(stages=tp, stores_cached=False)
+    sb = gemm.stage_bytes
+    peers = sum(sb[:-1])
+    engine = sub.engine("mca", record=record)
+    u = sub.gpu.nmc_update_units
+    demand = dict(sub.direct_demand(sub.transport.sm_link_efficiency))
+    demand.update({DRAM: float(u), GRANTS: 1.0, "reducers": 1.0})
+    buffered = min(peers, gemm.cus * gemm.out_tile_bytes)
+    on_link = (peers - buffered) / peers if peers > 0 else 0.0
+    peer_waves = [w for w in range(gemm.waves) if any(s < tp - 1 for s in wave_stage_bytes(gemm, w))]
+    state = {}
+
+    def peer_bytes(w: int) -> float:
+        return sum(b for s, b in wave_stage_bytes(gemm, w).items() if s < tp - 1)
+
+    def extra(w: int) -> dict:
+        b = peer_bytes(w) * on_link
+        return {r: a * b for r, a in demand.items()} if b > 0 else {}
+
+    def local_fraction(w: int) -> float:
+        parts = wave_stage_bytes(gemm, w)
+        total = sum(parts.values())
+        return parts.get(tp - 1, 0.0) / total if total else 1.0
+
+    def wave_end(e: Engine, w: int) -> None:
+        e.start(Flow("updates (buffer)", buffered, demand, lane="link"),
+                lambda e2, f: state.__setitem__("sent", e2.now))
+    run = GemmRun(sub, gemm, store_units=u, local_fraction=local_fraction, extra=extra, on_wave=wave_end,
+                  marks_at={peer_waves[-1]} if peer_waves else set(),
+                  on_end=lambda e: state.__setitem__("gemm", e.now))
+    run.start(engine)
+    engine.run()
+    received = state.get("sent", 0.0) + sub.latency_s
+    done = max(state["gemm"], received) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    return SchemeResult("t3_direct", done + sub.after_rs_s, state["gemm"],
+                        traffic(gemm.dram_read_bytes, sb[-1], (0.0, peers), sub.ag_traffic),
+                        slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s}, bound="ideal_rs",
+                        intervals=engine.intervals, events=engine.events)
