@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import dram_queue
-from .hardware import PRESETS
-from .models import MODELS, PHASES
-from .report import cu_sharing_study, format_cu_sharing, format_table, write_outputs
-from .study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
+from .describe.models import MODELS, PHASES
+from .describe.presets import PRESETS
+from .schemes import cache as result_cache
+from .studies.report import cu_sharing_study, format_cu_sharing, format_table, write_outputs
+from .studies.study import HEADLINE_SETS, PAPER_TP, run_study, study_points, summarise
 
 __all__ = ["main"]
 
@@ -90,7 +90,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=Path(sys.argv[0]).name if Path(sys.argv[0]).name == "t3-model" else "python -m system_model",
-                     description="T3 sublayer study: speedup and DRAM traffic of sequential, ideal overlap, "
+                     description="T3 sublayer study: speedup and DRAM traffic of sequential, the two ideals, "
                                  "ideal RS+NMC, T3, T3-MCA and CU-sharing for Transformer sublayers.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     report = sub.add_parser(
@@ -111,11 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(sweep)
     sweep.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                        help="a field and its values, a list (a,b,c) or an inclusive range (start:stop:step); "
-                            "repeatable: GPU, link or kernel fields, model fields (hidden, ffn, heads, kv_heads, "
-                            "layers), tp, model")
+                            "repeatable: GPU, fabric, transport or kernel fields (link_bw_GBps is one link's, "
+                            "as in a hardware file), model fields (hidden, ffn, heads, kv_heads, layers), tp, model")
     sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=None,
-                       help="link bandwidths (bidirectional, GB/s), the same as --axis link_bw_GBps=... "
-                            "(default without --axis: 75,150,300,600)")
+                       help="one link's bandwidth (both directions, GB/s, as in a hardware file), the same as "
+                            "--axis link_bw_GBps=... (default without --axis: 75,150,300,600)")
     sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=None,
                        help="HBM bandwidths (GB/s), as --axis hbm_GBps=... "
                             "(default without --axis: 500,1000,2000,4000)")
@@ -193,8 +193,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show_preset(args) -> int:
-    from .descriptions import dump_hardware
-    from .presets import DESCRIPTIONS
+    from .describe.files import dump_hardware
+    from .describe.presets import DESCRIPTIONS
 
     if args.name not in DESCRIPTIONS:
         raise ValueError(f"preset must be one of {', '.join(DESCRIPTIONS)}, not {args.name!r}")
@@ -204,8 +204,8 @@ def _show_preset(args) -> int:
 
 def _hardware(args):
     """The hardware description the command runs: --hardware-file's, else --preset's."""
-    from .descriptions import read_hardware
-    from .presets import DESCRIPTIONS
+    from .describe.files import read_hardware
+    from .describe.presets import DESCRIPTIONS
 
     if getattr(args, "hardware_file", None) is not None:
         return read_hardware(args.hardware_file, presets=DESCRIPTIONS)
@@ -214,8 +214,8 @@ def _hardware(args):
 
 def _model_file(args):
     """Read --model-file, add its model to the zoo and to --models; return its workload (or None)."""
-    from .descriptions import read_model
-    from .models import MODELS as zoo
+    from .describe.files import read_model
+    from .describe.models import MODELS as zoo
 
     if getattr(args, "model_file", None) is None:
         return None
@@ -241,21 +241,21 @@ def _study_config(args, **changes):
 
 
 def _peer_platforms() -> list[str]:
-    from .peers.platforms import DEFAULT_PLATFORMS
+    from .describe.presets import DEFAULT_PLATFORMS
     return list(DEFAULT_PLATFORMS)
 
 
 def _peers(args) -> int:
-    from .peers.platforms import platform
-    from .peers.study import DEFAULT_MODELS, DEFAULT_TPS, run_peers, winners, write_peers
-    from .peers.validation import validate, validation_markdown
+    from .describe.presets import platform
+    from .studies.peers import DEFAULT_MODELS, DEFAULT_TPS, run_peers, winners, write_peers
+    from .studies.validation import transport_error, validate, validation_markdown
 
     workload = args.workload
     named = args.platforms or ([] if args.hardware_file is not None else _peer_platforms())
     platforms = [platform(name) for name in named]
     if args.hardware_file is not None:
-        from .descriptions import read_hardware
-        from .presets import DESCRIPTIONS
+        from .describe.files import read_hardware
+        from .describe.presets import DESCRIPTIONS
         described = read_hardware(args.hardware_file, presets=DESCRIPTIONS)
         if described.name in [p.name for p in platforms]:
             raise ValueError(f"{args.hardware_file.name}: name {described.name!r} is also in --platforms")
@@ -269,17 +269,20 @@ def _peers(args) -> int:
                                workload=workload)
     if not layers:
         raise ValueError("no chosen TP degree divides the chosen models' dimensions")
-    validation = None if args.no_validation else validation_markdown(validate())
-    for row in winners(layers):
+    rows = None if args.no_validation else validate()
+    validation = None if rows is None else validation_markdown(rows)
+    errors = None if rows is None else transport_error(rows)
+    for row in winners(layers, errors):
         sw = row["software"] or "none"
         t3 = "n/a" if row["t3_speedup"] is None else f"{row['t3_speedup']:.2f}x"
         soft = "n/a" if row["software_speedup"] is None else f"{row['software_speedup']:.2f}x"
-        print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}")
+        verdict = "" if row["decided"] is None else ("" if row["decided"] else "  (within model error)")
+        print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}{verdict}")
     for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation,
-                            fmt=args.format):
+                            fmt=args.format, errors=errors):
         print(f"wrote {path}")
     if args.sensitivity:
-        from .peers.sensitivity import run_peer_sensitivity, sensitivity_markdown
+        from .studies.peers_sensitivity import run_peer_sensitivity, sensitivity_markdown
         path = args.out / "peers_sensitivity.md"
         path.write_text(sensitivity_markdown(run_peer_sensitivity()))
         print(f"wrote {path}")
@@ -290,8 +293,8 @@ def _peers(args) -> int:
 def _crosscheck(args) -> int:
     import json
 
-    from . import crosscheck as xc
-    from .report import _git_commit
+    from .studies import crosscheck as xc
+    from .studies.report import _git_commit
 
     started = time.perf_counter()
     if args.rtl:
@@ -347,7 +350,7 @@ def _points(args):
 
 
 def _report(args) -> int:
-    from .layer import layer_study, layer_table
+    from .studies.layer import layer_study, layer_table
 
     cfg = _study_config(args)
     results = run_study(cfg, _points(args))
@@ -371,7 +374,7 @@ def _report(args) -> int:
 
 
 def _sensitivity(args) -> int:
-    from .sensitivity import format_sensitivity, run_sensitivity, write_sensitivity
+    from .studies.sensitivity import format_sensitivity, run_sensitivity, write_sensitivity
 
     cfg = _study_config(args)
     result = run_sensitivity(cfg, step=args.step, jobs=args.jobs)
@@ -383,7 +386,7 @@ def _sensitivity(args) -> int:
     for path in _sensitivity_table(result, args.out, args.format):
         print(f"wrote {path}")
     if not args.no_plots:
-        from .figures import plot_tornado
+        from .studies.figures import plot_tornado
         for path in plot_tornado(result, args.out / f"sensitivity_{result.preset}_tornado"):
             print(f"wrote {path}")
     return 0
@@ -393,7 +396,7 @@ def _sensitivity_table(result, out: Path, fmt: str) -> list[Path]:
     """One row per calibrated value and move: its value and every headline figure with it."""
     import csv
 
-    from .sweep import write_table
+    from .studies.sweep import write_table
 
     records = []
     for row in result.rows:
@@ -419,7 +422,7 @@ def _sensitivity_table(result, out: Path, fmt: str) -> list[Path]:
 
 
 def _sweep(args) -> int:
-    from .sweep import SweepSpec, parse_axis, run_sweep, stderr_progress
+    from .studies.sweep import SweepSpec, parse_axis, run_sweep, stderr_progress
 
     axes = [parse_axis(text) for text in args.axis]
     if args.link_bw_GBps is not None:
@@ -447,7 +450,7 @@ def _sweep(args) -> int:
     rate = ran / seconds if seconds > 0 else float("inf")
     print(f"{ran} configurations in {seconds:.2f} s ({rate:,.0f}/s); wrote {path}")
     if not args.no_plots and len(spec.axes) >= 2:
-        from .figures import plot_sweep_heatmap
+        from .studies.figures import plot_sweep_heatmap
         csv_path = args.out / f"sweep_{spec.hardware.name}.csv"
         for written in plot_sweep_heatmap(csv_path, args.out / f"sweep_{spec.hardware.name}_heatmap"):
             print(f"wrote {written}")
@@ -467,11 +470,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "show-preset":
             return _show_preset(args)
         args.workload = _model_file(args)        # a --model-file's model joins the zoo before anything runs
-        loaded = dram_queue.load_cache()
+        loaded = result_cache.load()
         status = _COMMANDS[args.command](args)
-        stored = dram_queue.save_cache()
-        print(f"representative DRAM waves: {loaded} loaded from and {stored} stored in {dram_queue.CACHE_FILE}"
-              if stored else "representative DRAM waves: no cache file (T3_MODEL_CACHE empty, or not writable)",
+        stored = result_cache.save()
+        print(f"evaluated sublayers: {loaded} loaded from and {stored} stored in {result_cache.CACHE_FILE}"
+              if stored else "evaluated sublayers: no cache file (T3_MODEL_CACHE empty, or not writable)",
               file=sys.stderr)
         return status
     except SystemExit as exit_:

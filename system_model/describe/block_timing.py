@@ -22,7 +22,7 @@ from pathlib import Path
 
 __all__ = ["BlockTiming", "load_block_timing", "RTL_TIMING_JSON"]
 
-RTL_TIMING_JSON = Path(__file__).resolve().parents[1] / "sim_results" / "rtl_timing.json"
+RTL_TIMING_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "rtl_timing.json"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The calibration table: every value the model assumes rather than derives, with its source.
 
-Each :class:`Calibrated` names a field of :class:`~system_model.schemes.StudyConfig` by a
+Each :class:`Calibrated` names a field of :class:`~system_model.describe.config.StudyConfig` by a
 dotted path (``system.gpu.hbm_efficiency``), says where its value comes from, and is what
 ``python -m system_model sensitivity`` moves by ±25%. Nothing here is fitted to a paper
 figure: a value is either a datasheet/source number or an assumption stated as one.
@@ -51,29 +51,24 @@ CALIBRATION: tuple[Calibrated, ...] = (
     Calibrated("system.gpu.dram_latency_ns", "ns",
                "assumed: unloaded L2-miss latency seen by a CU; GPU microbenchmarks "
                "(Jia et al. 2018, Volta; Chips and Cheese, CDNA2) report 300-600 ns"),
-    Calibrated("system.gpu.dram_queue_entries", "requests",
-               "assumed: per-channel DRAM command queue depth of a GPU memory controller", integer=True),
     Calibrated("system.gpu.dram_request_bytes", "B",
-               "a 64-byte access: two HBM2 32-byte bursts (pseudo-channel burst length 4)", integer=True),
-    Calibrated("kernel.compute_efficiency", "",
+               "a 64-byte access: two HBM2 32-byte bursts (pseudo-channel burst length 4); sets T3-MCA's "
+               "starvation floor in bytes", integer=True),
+    Calibrated("kernels.compute_efficiency", "",
                "assumed: tuned fp16 GEMMs reach ~80% of matrix-core peak"),
-    Calibrated("kernel.k_tile", "elements",
+    Calibrated("kernels.k_tile", "elements",
                "rocBLAS/Tensile fp16 macro tile depth (DepthU) of 32", integer=True),
-    Calibrated("kernel.prefetch_stages", "",
+    Calibrated("kernels.prefetch_stages", "",
                "double-buffered global-to-LDS prefetch (Tensile PrefetchGlobalRead)", integer=True),
-    Calibrated("kernel.group_rows", "tile rows",
+    Calibrated("kernels.group_rows", "tile rows",
                "grouped rasterisation for L2 locality (Tensile WorkGroupMapping 8, CUTLASS swizzle)", integer=True),
-    Calibrated("collective.channels", "CUs",
+    Calibrated("system.transport.channels", "CUs",
                "assumed: RCCL ring channels (one workgroup, one CU each) of the baseline collective", integer=True),
-    Calibrated("collective.threads_per_channel", "threads",
-               "RCCL: 256 threads per channel workgroup on CDNA", integer=True),
-    Calibrated("collective.unroll", "",
-               "NCCL's COLL_UNROLL = 4: 16-byte loads in flight per thread and source (RCCL builds some "
-               "targets with 2, which halves the CUs' rate; the ring stays link-bound)", integer=True),
+    Calibrated("system.transport.channel_GBps", "GB/s",
+               "RCCL on MI300X: 336 GB/s over 56 channels (rome_models.cc model 79): a CDNA CU channel moves 6 GB/s"),
     Calibrated("arbiter.starvation_limit_cycles", "cycles",
                "assumed: well above a channel's slot interval (about 10 cycles for a two-unit update at 500 GB/s "
-               "HBM), so that starvation is a bound, not the common path (at 8 the rule starves the GEMM there)",
-               integer=True),
+               "HBM), so that starvation is a bound, not the common path", integer=True),
     Calibrated("cu_sharing_cus", "CUs",
                "the paper's CU-sharing study: 8 of 80 CUs (16 is reported beside it)", integer=True),
 )
@@ -87,9 +82,12 @@ def calibrated(path: str) -> Calibrated:
 
 
 def value_of(cfg, path: str):
-    """The value at a dotted ``path`` of ``cfg``."""
+    """The value at a dotted ``path`` of ``cfg`` (through a tuple of configurations, such as
+    the library's kernels: the first's)."""
     obj = cfg
     for part in path.split("."):
+        if isinstance(obj, tuple):
+            obj = obj[0]
         if not is_dataclass(obj) or part not in {f.name for f in fields(obj)}:
             raise ValueError(f"path must name a configuration field, not {path!r}")
         obj = getattr(obj, part)
@@ -98,7 +96,9 @@ def value_of(cfg, path: str):
 
 def with_value(cfg, path: str, value):
     """A copy of ``cfg`` with the field at ``path`` set to ``value`` (validated by the
-    dataclasses' own checks)."""
+    dataclasses' own checks); through a tuple of configurations, every one takes it."""
+    if isinstance(cfg, tuple):
+        return tuple(with_value(c, path, value) for c in cfg)
     head, _, rest = path.partition(".")
     if not is_dataclass(cfg) or head not in {f.name for f in fields(cfg)}:
         raise ValueError(f"path must name a configuration field, not {path!r}")

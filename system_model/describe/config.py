@@ -82,6 +82,10 @@ class StudyConfig:
         CUs given to communication in ``cu_sharing`` (8 of 80, as in the paper's study).
     t3_blocks : bool
         Whether the GPU has T3's tracker and near-memory reducer (the T3 schemes run only then).
+    dram_model : str
+        How the timeline serves the DRAM: ``fluid`` (shared by the arbiter's policy, the
+        study's) or ``cycle`` (a channel simulated cycle by cycle: micro-systems whose waves
+        last tens of cycles, the crosscheck's).
     """
 
     system: SystemConfig
@@ -92,8 +96,11 @@ class StudyConfig:
     peer: PeerConfig = field(default_factory=PeerConfig)
     cu_sharing_cus: int = 8
     t3_blocks: bool = True
+    dram_model: str = "fluid"
 
     def __post_init__(self):
+        if self.dram_model not in ("fluid", "cycle"):
+            raise ValueError(f"dram_model must be fluid or cycle, not {self.dram_model!r}")
         check_int_range("cu_sharing_cus", self.cu_sharing_cus, 1, self.system.gpu.cus - 1)
         if not self.kernels:
             raise ValueError("kernels must hold at least one kernel")

@@ -1,4 +1,14 @@
-"""One DRAM channel under a GEMM wave and T3's communication, cycle by cycle.
+"""One DRAM channel under a GEMM wave and T3's communication, cycle by cycle: the reference
+of the fluid sharing rule, and the DRAM service of micro-systems (:class:`CycleDram`).
+
+The timeline engine shares the DRAM as a fluid (:mod:`.sharing`): right at the scale of a
+sublayer, where a wave is tens of microseconds and thousands of requests. In a micro-system
+whose waves are tens of cycles (the RTL ring the crosscheck runs), the order of individual
+requests decides: a burst of reads waits behind stores in the queue, MCA lets communication
+in only while compute has nothing to issue and the queue is short. :class:`CycleDram` serves
+the engine's DRAM with this channel instead: in every interval in which a GEMM runs, the
+GEMM's wave time and what communication is served come from the channel simulated cycle by
+cycle under the verified arbiter's golden model.
 
 Why a queue and not shared average bandwidth: T3's communication (DMA reads of finished
 tiles, incoming updates) is a fraction of a channel's bandwidth on average, yet it arrives
@@ -55,10 +65,10 @@ from pathlib import Path
 
 from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 
-from .units import check_int_range, check_range
+from ..describe.units import check_range
 
-__all__ = ["ArbiterConfig", "WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES",
-           "dynamic_threshold", "load_cache", "save_cache", "CACHE_FILE"]
+__all__ = ["WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES", "dynamic_threshold",
+           "load_cache", "save_cache", "CACHE_FILE", "CycleDram"]
 
 #: Longest wave simulated cycle by cycle; longer ones are scaled down (see the module doc).
 MAX_WAVE_CYCLES = 1000
@@ -70,28 +80,6 @@ STARVATION_CAP = 20
 TRACE_WINDOW = 50
 
 POLICIES = {"alone": None, "round_robin": ROUND_ROBIN, "mca": MCA}
-
-
-@dataclass(frozen=True)
-class ArbiterConfig:
-    """T3-MCA's parameters (``rtl.arbiter.MemoryArbiter``'s inputs).
-
-    Attributes
-    ----------
-    starvation_limit_cycles : int
-        Longest wait of a communication request at the head of its queue.
-    threshold : int or None
-        Queue occupancy below which communication may issue; None: set dynamically per
-        GEMM from its memory intensity in the first stage (:func:`dynamic_threshold`).
-    """
-
-    starvation_limit_cycles: int = 64
-    threshold: int | None = None
-
-    def __post_init__(self):
-        check_int_range("starvation_limit_cycles", self.starvation_limit_cycles, 1, 1 << 16)
-        if self.threshold is not None:
-            check_int_range("threshold", self.threshold, 1, 4096)
 
 
 def dynamic_threshold(queue_entries: int, gemm_bank_utilisation: float) -> int:
@@ -302,7 +290,7 @@ def _version() -> str:
 #: no cache file at all), else ``build/model_cache/`` of this checkout.
 CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
               else None if "T3_MODEL_CACHE" in os.environ
-              else Path(__file__).resolve().parents[1] / "build" / "model_cache" / "representative_waves.pkl")
+              else Path(__file__).resolve().parents[2] / "build" / "model_cache" / "representative_waves.pkl")
 
 
 def load_cache(path: Path | None = CACHE_FILE) -> int:
@@ -495,3 +483,49 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                       bank_utilisation=min(1.0, gemm_units / (mu * measured_cycles)),
                       mean_read_latency_cycles=latency_sum / latency_n if latency_n else float(latency),
                       trace=tuple(trace), scale=1.0)
+
+
+class CycleDram:
+    """The engine's DRAM served by this channel, for micro-systems (the crosscheck).
+
+    ``channel`` holds what every wave shares: ``service_rate`` (units per cycle),
+    ``latency_cycles``, ``queue_entries``, ``nmc_units``, ``reads_first``, ``request_bytes``
+    (bytes of one request on the channel) and ``hz`` (the controller clock). ``policy``:
+    ``round_robin`` or ``mca``; ``threshold``: MCA's (None: from the GEMM's own bank
+    utilisation, :func:`dynamic_threshold`).
+
+    A GEMM flow carries ``cycle`` (per wave: reads and stores in requests, ``stores_nmc``,
+    compute cycles, the outstanding limit, k-steps); a communication flow carries
+    ``cycle`` (per byte: bytes of DMA reads here, bytes of updates arriving here, and the
+    bytes of one tile's burst). :meth:`serve` returns the wave's cycles and the communication
+    served, in requests per cycle.
+    """
+
+    def __init__(self, *, channel: dict, policy: str, threshold: int | None, starvation_limit: int):
+        if policy not in ("round_robin", "mca"):
+            raise ValueError(f"policy must be round_robin or mca, not {policy!r}")
+        self.channel, self.policy = dict(channel), policy
+        self.threshold, self.starvation_limit = threshold, starvation_limit
+
+    def load(self, gemm: dict, update_rate: float, dma_rate: float, dma_burst: int) -> WaveLoad:
+        c = self.channel
+        return WaveLoad(reads=gemm["reads"], stores=gemm["stores"], stores_nmc=gemm["stores_nmc"],
+                        compute_cycles=gemm["compute_cycles"], outstanding=gemm["outstanding"],
+                        update_rate=update_rate, update_units=c["nmc_units"], dma_rate=dma_rate,
+                        dma_burst=max(1, dma_burst), service_rate=c["service_rate"],
+                        latency_cycles=c["latency_cycles"], queue_entries=c["queue_entries"],
+                        nmc_units=c["nmc_units"], k_steps=gemm["k_steps"], reads_first=c["reads_first"])
+
+    def serve(self, gemm: dict, update_Bps: float, dma_Bps: float, burst_bytes: float) -> tuple[float, float]:
+        """(the wave's seconds, communication requests served per second) with updates and
+        DMA reads offered at these rates."""
+        c = self.channel
+        per_cycle = c["request_bytes"] * c["hz"]
+        load = self.load(gemm, update_Bps / per_cycle, dma_Bps / per_cycle,
+                         round(burst_bytes / c["request_bytes"]))
+        threshold = self.threshold
+        if threshold is None:
+            alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)
+            threshold = dynamic_threshold(c["queue_entries"], alone.bank_utilisation)
+        result = simulate_wave(load, self.policy, threshold=threshold, starvation_limit=self.starvation_limit)
+        return result.cycles / c["hz"], result.comm_served_per_cycle * c["hz"]

@@ -73,7 +73,7 @@ def _fill(flows, x: list, residual: list, capacity: list, extra: int = -1) -> No
     the pseudo-resource at that index with each flow's ``floor_terms``.
     """
     n_res = len(residual)
-    saturated = [residual[i] <= EPS * capacity[i] for i in range(n_res)]
+    saturated = [capacity[i] < _INF and residual[i] <= EPS * capacity[i] for i in range(n_res)]
     in_fill = {i for i, _ in flows}
 
     def limit(i, f) -> float:
@@ -145,7 +145,7 @@ def _fill(flows, x: list, residual: list, capacity: list, extra: int = -1) -> No
             g = growth[r]
             if g > 0:
                 residual[r] -= g * step
-                if residual[r] <= EPS * capacity[r]:
+                if capacity[r] < _INF and residual[r] <= EPS * capacity[r]:
                     residual[r] = residual[r] if residual[r] > 0 else 0.0
                     saturated[r] = True
         still = [(i, f, terms) for i, f, terms in active if free(i, f, terms)]

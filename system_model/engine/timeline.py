@@ -81,6 +81,14 @@ class Flow:
         by default (:meth:`Engine.follow`).
     lane : str
         The timeline lane the flow is drawn in ("GEMM", "link", ...).
+    cycle : dict or None
+        What a cycle-level DRAM service needs to know of the flow
+        (:class:`.dram_cycle.CycleDram`), when the engine has one.
+    serial : tuple of (float, float) or None
+        A closed loop whose DRAM bursts do not overlap its other work (a k-step's reads,
+        then its latency and compute, then the next step's reads): ``(seconds, bytes)`` per
+        unit of work: its own time, and the reads it bursts, at the rate the DRAM gives
+        its bursts (all of it, compute first; what communication leaves, round robin).
     """
 
     name: str
@@ -91,6 +99,8 @@ class Flow:
     released: float | None = None
     produced: float | None = None
     lane: str = ""
+    serial: tuple[float, float] | None = None
+    cycle: dict | None = field(default=None, repr=False)
     # -- state, kept by the engine --
     done: float = 0.0
     rate: float = 0.0
@@ -108,6 +118,7 @@ class Flow:
     weight: float = 1.0
     dram: float = 0.0
     coupled: int = -1          # index of the leader in the interval's allocation, when caught up
+    static_cap: float = math.inf
 
     def __post_init__(self):
         if not (self.work >= 0 and math.isfinite(self.work)):
@@ -118,6 +129,7 @@ class Flow:
             self.released = self.work
         if self.produced is None:
             self.produced = self.work
+        self.static_cap = self.cap
         for key, value in self.demand.items():
             if not (value >= 0 and math.isfinite(value)):
                 raise EngineError(f"flow {self.name!r}: demand on {key} must be finite and >= 0, not {value}")
@@ -145,7 +157,7 @@ class Engine:
     shares the channel between the classes (:class:`.sharing.Policy`).
     """
 
-    def __init__(self, capacities: dict[str, float], policy: Policy, *, record: bool = False):
+    def __init__(self, capacities: dict[str, float], policy: Policy, *, record: bool = False, dram_model=None):
         for name, c in capacities.items():
             if not (c > 0 and math.isfinite(c)):
                 raise EngineError(f"resource {name!r}: capacity must be finite and > 0, not {c}")
@@ -155,6 +167,8 @@ class Engine:
         self._caps = [capacities[n] for n in self._names]
         self._dram = self._index.get(DRAM, -1)
         self.policy = policy
+        #: A cycle-level DRAM service (:class:`.dram_cycle.CycleDram`); None: the fluid rule.
+        self.dram_model = dram_model
         self.now = 0.0
         self.active: list[Flow] = []
         self.flows: list[Flow] = []
@@ -164,7 +178,8 @@ class Engine:
         self.events = 0
         self._memo: tuple | None = None          # (runnable flows and couplings, their rates)
         self.record = record
-        #: Per interval, when ``record``: (start, end, {flow name: rate}, {resource: use / capacity}).
+        #: Per interval, when ``record``: (start, end, {flow name: rate}, {resource: use / capacity},
+        #: {lane: DRAM use / capacity}).
         self.intervals: list[tuple[float, float, dict[str, float], dict[str, float]]] = []
 
     # -- what schemes call --------------------------------------------------------------
@@ -244,11 +259,8 @@ class Engine:
                 if self._memo is not None and self._memo[0] == key:
                     rates = self._memo[1]
                 else:
-                    rates = allocate(runnable, self._caps, self.policy, self._dram)
+                    rates = self._allocate(runnable)      # checks the interval's invariants
                     self._memo = (key, rates)
-                    for f, x in zip(runnable, rates, strict=True):
-                        f.rate = x
-                    self._check_interval(runnable)
                 for f, x in zip(runnable, rates, strict=True):
                     f.rate = x
             dt = self._next_dt(runnable)
@@ -259,6 +271,82 @@ class Engine:
             self._fire()
         self._check_conservation()
         return self.now
+
+    def _allocate(self, runnable: list[Flow]) -> list[float]:
+        """The sharing rule; a serial closed loop's cap depends on what the DRAM gives its
+        bursts, so it is found by fixed-point iteration (a few rounds)."""
+        if self.dram_model is not None:
+            gemm = [f for f in runnable if f.klass == "compute" and f.cycle is not None]
+            if gemm:
+                return self._allocate_cycle(runnable, gemm[0])
+        rates = self._allocate_fluid(runnable)
+        for f, x in zip(runnable, rates, strict=True):
+            f.rate = x
+        self._check_interval(runnable, self._caps)
+        return rates
+
+    def _allocate_fluid(self, runnable: list[Flow]) -> list[float]:
+        serial = [f for f in runnable if f.serial is not None]
+        if not serial or self._dram < 0:
+            return allocate(runnable, self._caps, self.policy, self._dram)
+        capacity = self._caps[self._dram]
+        burst = capacity
+        rates = None
+        for _ in range(8):
+            for f in serial:
+                seconds, reads = f.serial
+                f.cap = min(f.static_cap, 1.0 / (seconds + reads / burst))
+            rates = allocate(runnable, self._caps, self.policy, self._dram)
+            if self.policy.kind != "rr":
+                break
+            others = sum(f.dram * x for f, x in zip(runnable, rates, strict=True) if f.serial is None)
+            new = max(capacity - others, 1e-9 * capacity)
+            if abs(new - burst) <= 1e-9 * capacity:
+                break
+            burst = new
+        return rates
+
+    def _allocate_cycle(self, runnable: list[Flow], gemm: Flow) -> list[float]:
+        """A GEMM wave beside communication on the cycle-level channel: what the rest of the
+        system offers the channel (links, reducers, production; the DRAM out of the way),
+        then the wave's time and the communication it serves as the flows' caps."""
+        caps = list(self._caps)
+        caps[self._dram] = math.inf
+        saved = [(f, f.cap) for f in runnable]
+        # What communication is offered: paced by the GEMM as it runs alone on the channel.
+        alone_s, _ = self.dram_model.serve(gemm.cycle, 0.0, 0.0, 0.0)
+        gemm.cap = min(gemm.static_cap, 1.0 / alone_s)
+        index = {id(f): i for i, f in enumerate(runnable)}
+        coupled = [(f, f.coupled) for f in runnable]
+        for f in runnable:
+            if f.leader is not None and id(f.leader) in index:
+                f.coupled = index[id(f.leader)]
+        offered = allocate(runnable, caps, self.policy, self._dram)
+        for f, c in coupled:
+            f.coupled = c
+        update = dma = burst = 0.0
+        comm = []
+        for f, x in zip(runnable, offered, strict=True):
+            if f is not gemm and f.cycle is not None and f.dram > 0 and x > 0:
+                update += x * f.cycle["update_bytes"]
+                dma += x * f.cycle["dma_bytes"]
+                burst = max(burst, f.cycle["burst_bytes"])
+                comm.append((f, x))
+        wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst)
+        offered_rps = (update + dma) / self.dram_model.channel["request_bytes"]
+        scale = min(1.0, served_rps / offered_rps) if offered_rps > 0 else 1.0
+        gemm.cap = min(gemm.static_cap, 1.0 / wave_s)
+        for f, x in comm:
+            f.cap = max(x * scale, 1e-12 * max(x, 1.0))
+        try:
+            rates = allocate(runnable, caps, self.policy, self._dram)
+            for f, x in zip(runnable, rates, strict=True):
+                f.rate = x
+            self._check_interval(runnable, caps)
+            return rates
+        finally:
+            for f, cap in saved:
+                f.cap = cap
 
     def _runnable(self) -> list[Flow]:
         """The flows that can run this interval; a follower caught up with its leader's
@@ -304,11 +392,14 @@ class Engine:
             return
         if self.record:
             use = [0.0] * len(self._caps)
+            lanes: dict[str, float] = {}
             for f in runnable:
                 for r, a in f.terms:
                     use[r] += a * f.rate
+                if self._dram >= 0 and f.dram > 0:
+                    lanes[f.lane] = lanes.get(f.lane, 0.0) + f.dram * f.rate / self._caps[self._dram]
             self.intervals.append((self.now, self.now + dt, {f.name: f.rate for f in runnable if f.rate > 0},
-                                   {n: use[i] / self._caps[i] for i, n in enumerate(self._names)}))
+                                   {n: use[i] / self._caps[i] for i, n in enumerate(self._names)}, lanes))
         used = self._used
         # Leaders first: a follower's limit grows with its leader's progress.
         for f in sorted(runnable, key=lambda g: g.leader is not None):
@@ -352,8 +443,7 @@ class Engine:
             callback(self, f)
 
     # -- invariants ---------------------------------------------------------------------
-    def _check_interval(self, runnable: list[Flow]) -> None:
-        caps = self._caps
+    def _check_interval(self, runnable: list[Flow], caps: list[float]) -> None:
         use = [0.0] * len(caps)
         for f in runnable:
             x = f.rate
@@ -368,13 +458,13 @@ class Engine:
             if u > caps[r] * (1 + 1e-6):
                 raise EngineError(f"resource {self._names[r]!r} over-committed at {self.now:.9g} s: "
                                   f"{u:.6g} of {caps[r]:.6g}")
-            saturated[r] = u >= caps[r] * (1 - 1e-6)
+            saturated[r] = u >= caps[r] * (1 - 1e-6) and caps[r] < math.inf
         for f in runnable:
             if f.rate >= f.cap * (1 - 1e-6) or any(saturated[r] for r, _ in f.terms):
                 continue
             if f.coupled >= 0 and f.rate >= f.ratio * runnable[f.coupled].rate * (1 - 1e-6):
                 continue
-            state = ", ".join(f"{self._names[r]} {use[r] / caps[r]:.3f}" for r, _ in f.terms)
+            state = ", ".join(f"{self._names[r]} {use[r] / caps[r]:.3f}" for r, _ in f.terms if caps[r] < math.inf)
             raise EngineError(f"work conservation broken at {self.now:.9g} s: flow {f.name!r} runs at "
                               f"{f.rate:.6g}/s, below its cap {f.cap:.6g}, and none of its resources is saturated "
                               f"({state})")

@@ -70,6 +70,13 @@ class GemmTiming:
     prefetch_bytes_per_cu: float = 0.0
     #: k-loop steps per tile (the k-slices whose latency the prefetch hides).
     k_steps_per_tile: int = 1
+    #: The CUs' operand buffer holds one k-step: the next step's reads wait until this
+    #: step's data is used, so a step's reads, its latency and its compute add up (the
+    #: crosscheck's RTL GEMM); False: the reads of later steps overlap (every library kernel).
+    serial_steps: bool = False
+    #: The wave uses its data a k-step at a time, each step waiting for its share of the
+    #: reads (the cycle-level DRAM service's k-steps); False: continuously.
+    stepwise: bool = False
 
     @property
     def waves(self) -> int:
@@ -255,6 +262,11 @@ def wave_stage_bytes(gemm: GemmTiming, w: int) -> dict[int, float]:
 def wave_cap_per_s(gemm: GemmTiming, w: int, latency_s: float) -> float:
     """Waves per second wave ``w`` can run at with the DRAM to itself: its matrix work and
     the first operands' latency, and its k-slices' latency over its prefetch depth."""
+    if gemm.serial_steps:
+        # A step's reads are asked for only once the previous step's data is used: its
+        # latency and its compute add up, step after step (the reads' own time is the
+        # DRAM's, added by the engine from what it gives the burst).
+        return 1.0 / (gemm.k_steps_per_tile * latency_s + gemm.tile_compute_s)
     time = gemm.tile_compute_s + latency_s
     if gemm.prefetch_bytes_per_cu > 0:
         # Little's law per CU: every k-slice's operands arrive a latency after they are asked
@@ -276,7 +288,10 @@ def gemm_alone_s(gemm: GemmTiming, gpu: GpuConfig, *, store_units: float = 1.0, 
         total = 0.0
         for w, n, reads in gemm.segments:
             units = reads + store_units * local_store_fraction * gemm.wave_output_bytes(w)
-            total += n * max(1.0 / wave_cap_per_s(gemm, w, latency), units / dram)
+            own = 1.0 / wave_cap_per_s(gemm, w, latency)
+            if gemm.serial_steps:
+                own += reads / dram
+            total += n * max(own, units / dram)
         cache[key] = total
     return cache[key]
 

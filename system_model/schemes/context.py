@@ -134,8 +134,31 @@ class Sublayer:
                                      starvation_limit_cycles=self.cfg.arbiter.starvation_limit_cycles)
         return Policy("mca", floor)
 
+    @property
+    def cycle_mode(self) -> bool:
+        return self.cfg.dram_model == "cycle"
+
     def engine(self, policy: str = "rr", *, record: bool = False) -> Engine:
-        return Engine(self.capacities(), self.policy(policy), record=record)
+        dram = None
+        if self.cycle_mode:
+            from ..engine.dram_cycle import CycleDram
+            g = self.gpu
+            channel = {"service_rate": g.channel_requests_per_cycle,
+                       "latency_cycles": max(1, round(g.dram_latency_ns * g.mc_clock_GHz)),
+                       "queue_entries": g.dram_queue_entries, "nmc_units": g.nmc_update_units,
+                       "reads_first": g.mc_reads_first, "request_bytes": g.dram_request_bytes * g.hbm_channels,
+                       "hz": g.mc_clock_GHz * 1e9}
+            dram = CycleDram(channel=channel, policy="mca" if policy == "mca" else "round_robin",
+                             threshold=self.cfg.arbiter.threshold,
+                             starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
+        return Engine(self.capacities(), self.policy(policy), record=record, dram_model=dram)
+
+    def comm_cycle(self, *, dma_read: bool) -> dict | None:
+        """What the cycle-level DRAM needs of a transfer (per byte sent: a DMA read here, an
+        update arriving here), in cycle mode."""
+        if not self.cycle_mode:
+            return None
+        return {"update_bytes": 1.0, "dma_bytes": 1.0 if dma_read else 0.0, "burst_bytes": self.tile_bytes}
 
     def ring_demand(self, efficiency: float) -> dict[str, float]:
         """Wire bytes per payload byte of a ring (or forwarded) transfer: on the links, and
@@ -252,8 +275,9 @@ class GemmRun:
         if self.extra is not None:
             for r, a in self.extra(w).items():
                 demand[r] = demand.get(r, 0.0) + a
-        flow = Flow(f"{self.name} waves {w}-{w + n - 1}", n, demand, cap=wave_cap_per_s(g, w, self._latency),
-                    klass="compute", lane="GEMM")
+        cap = wave_cap_per_s(g, w, self._latency)
+        flow = Flow(f"{self.name} waves {w}-{w + n - 1}", n, demand, cap=cap, klass="compute", lane="GEMM",
+                    serial=(1.0 / cap, reads) if g.serial_steps else None, cycle=self._cycle(w, reads, stored))
         self.flow, self.run_start = flow, w
         if self.on_wave is not None:
             for i in range(1, n + 1):
@@ -262,6 +286,20 @@ class GemmRun:
         engine.start(flow, self._run_done)
         if self.on_run is not None:
             self.on_run(engine, flow, w, n)
+
+    def _cycle(self, w: int, reads: float, stored: float) -> dict | None:
+        """A wave as the cycle-level DRAM sees one channel of it (requests, cycles)."""
+        sub, g = self.sub, self.gemm
+        if not sub.cycle_mode:
+            return None
+        per_request = sub.gpu.dram_request_bytes * sub.gpu.hbm_channels
+        tiles = g.wave_tiles[w]
+        miss = reads / (tiles * g.cu_load_bytes_per_tile) if tiles else 0.0
+        return {"reads": reads / per_request, "stores": stored / per_request,
+                "stores_nmc": self.store_units > 1 or not g.stores_cached,
+                "compute_cycles": g.tile_compute_s * sub.gpu.mc_clock_GHz * 1e9,
+                "outstanding": max(1, round(tiles * g.prefetch_bytes_per_cu * miss / per_request)),
+                "k_steps": g.k_steps_per_tile if g.stepwise else 0}
 
     def _run_done(self, engine: Engine, flow: Flow) -> None:
         if self._segments:

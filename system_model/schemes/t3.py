@@ -52,10 +52,15 @@ def _forward_demand(sub: Sublayer, *, dma_read: bool, efficiency: float) -> dict
 
 
 class _Production:
-    """What a staged GEMM has produced of each stage, and the transfers that follow it."""
+    """What a staged GEMM has produced of each stage, and the transfers that follow it.
 
-    def __init__(self, gemm, stages: int):
+    Continuous (the transfers follow the GEMM's progress: a GPU's hundreds of CUs finish
+    their tiles at staggered times), or ``discrete``: a wave's tiles all exist at its end (a
+    micro-system of a few CUs, whose waves finish together: the crosscheck's)."""
+
+    def __init__(self, gemm, stages: int, *, discrete: bool = False):
         self.gemm = gemm
+        self.discrete = discrete
         self.base = [0.0] * stages           # produced by runs already finished
         self.ratio = [0.0] * stages          # bytes per wave in the current run
         self.run = None                      # the GEMM's current run flow
@@ -67,9 +72,21 @@ class _Production:
                     self.first_wave[st] = w
 
     def produced(self, s: int) -> float:
+        if self.discrete:
+            return self.base[s]
         return self.base[s] + (self.ratio[s] * self.run.done if self.run is not None and not self.run.finished else 0)
 
+    def wave_done(self, engine: Engine, w: int) -> None:
+        """Discrete production: wave ``w``'s tiles exist now."""
+        for st, b in wave_stage_bytes(self.gemm, w).items():
+            self.base[st] += b
+            f = self.followers.get(st)
+            if f is not None and not f.finished:
+                engine.produce(f, b)
+
     def on_run(self, engine: Engine, flow: Flow, w: int, n: int) -> None:
+        if self.discrete:
+            return
         if self.run is not None:
             for st, r in enumerate(self.ratio):
                 self.base[st] += r * self.run.work
@@ -84,17 +101,19 @@ class _Production:
         """``f`` sends stage ``s``'s bytes as they are produced."""
         f.produced = self.produced(s)
         self.followers[s] = f
-        if self.run is not None and not self.run.finished and self.ratio[s] > 0:
+        if not self.discrete and self.run is not None and not self.run.finished and self.ratio[s] > 0:
             engine.follow(f, self.run, self.ratio[s])
 
 
-def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | None = None) -> SchemeResult:
-    """T3 (``policy`` "rr") or T3-MCA ("mca") on a ring of ``sub.tp`` GPUs."""
+def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | None = None,
+            gemm=None) -> SchemeResult:
+    """T3 (``policy`` "rr") or T3-MCA ("mca") on a ring of ``sub.tp`` GPUs (``gemm``: its
+    staged waves, when given rather than derived from the sublayer: the crosscheck's)."""
     name = name or ("t3_mca" if policy == "mca" else "t3")
     if not sub.cfg.t3_blocks:
         return na(name, "no tracker or near-memory reducer on this GPU")
     tp = sub.tp
-    gemm = sub.gemm(stages=tp, stores_cached=False)
+    gemm = sub.gemm(stages=tp, stores_cached=False) if gemm is None else gemm
     stage_bytes = gemm.stage_bytes
     tr = sub.transport
     u = sub.gpu.nmc_update_units
@@ -107,33 +126,60 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
     state = {"gemm_end": None}
 
     # Stage 1: the epilogue's stores go to the next GPU through one wave's output buffer:
-    # all but a wave's worth cross while the GEMM computes (its waves carry them), the last
-    # wave's worth drains after (the previous GPU's arrive here, by symmetry, as updates).
+    # all but a wave's worth cross while the GEMM computes (its waves carry them on the
+    # links), the last wave's worth drains after. The previous GPU's stage 1 arrives here,
+    # by symmetry at the same pace, as near-memory updates: communication's, in the DRAM.
     b0 = stage_bytes[0] if tp > 1 else 0.0
     buffered = min(b0, gemm.cus * gemm.out_tile_bytes)
     on_link = (b0 - buffered) / b0 if b0 > 0 else 0.0
     stage1 = _forward_demand(sub, dma_read=False, efficiency=tr.sm_link_efficiency)
+    wire = {r: a for r, a in stage1.items() if r in ("link", "nic")}
+    landing = {r: a for r, a in stage1.items() if r not in ("link", "nic")}
     stage1_waves = [w for w in range(gemm.waves) if 0 in wave_stage_bytes(gemm, w)]
+    arrivals = Flow("step 1 (arrivals)", b0 - buffered, landing, produced=0.0, lane="link",
+                    cycle=sub.comm_cycle(dma_read=False))
+    step1_parts = {"arrivals": None, "buffer": None}
 
     def extra(w: int) -> dict:
         b = wave_stage_bytes(gemm, w).get(0, 0.0) * on_link
-        return {r: a * b for r, a in stage1.items()} if b > 0 and tp > 1 else {}
+        return {r: a * b for r, a in wire.items()} if b > 0 and tp > 1 else {}
+
+    def on_run(e: Engine, flow: Flow, w: int, n: int) -> None:
+        prod.on_run(e, flow, w, n)
+        if not arrivals.finished:
+            e.follow(arrivals, flow, wave_stage_bytes(gemm, w).get(0, 0.0) * on_link)
+
+    def step1_part_done(part: str, t: float) -> None:
+        step1_parts[part] = t
+        if all(v is not None for v in step1_parts.values()):
+            step_done(0, max(step1_parts.values()))
 
     def local_fraction(w: int) -> float:
         parts = wave_stage_bytes(gemm, w)
         total = sum(parts.values())
         return 1.0 - parts.get(0, 0.0) / total if total else 1.0
 
+    produced_at: list[float | None] = [None] * tp      # when the GEMM finished a stage's tiles
+
+    def last_tile_free(s: int) -> float | None:
+        """A step's last tile leaves once both its copies are complete: the previous GPU's
+        (a hop after that GPU's previous step ends, the same time by symmetry) and this
+        GPU's own (the stage's last wave), and its trigger has fired."""
+        if ends[s - 1] is None or produced_at[s] is None:
+            return None
+        return max(ends[s - 1] + hop, produced_at[s]) + trigger_s
+
+    def schedule_release(s: int) -> None:
+        t = last_tile_free(s)
+        if t is not None and 1 <= s < tp - 1:
+            engine.at(t, lambda e: _release_all(e, s))
+
     def step_done(s: int, t_end: float) -> None:
         ends[s] = t_end
         if record:
             timeline.append(("link", f"step {s + 1}", flows[s].start_s if flows[s] else t_end, t_end + hop))
-        f = flows[s + 1] if s + 1 < tp else None
-        # The previous GPU's last tile of the next chunk lands a hop later; its own last
-        # tile triggers then.
-        engine.at(t_end + hop + trigger_s, lambda e: _release_all(e, s + 1))
+        schedule_release(s + 1)
         try_start(s + 1)
-        del f
 
     def _release_all(e: Engine, s: int) -> None:
         f = flows[s]
@@ -142,10 +188,11 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
 
     def start_forward(s: int) -> None:
         demand = _forward_demand(sub, dma_read=True, efficiency=tr.ce_link_efficiency)
-        prev_end = ends[s - 1]
-        hold = engine.now < prev_end + hop + trigger_s - 1e-15
+        free = last_tile_free(s)
+        hold = free is None or engine.now < free - 1e-15
         f = Flow(f"step {s + 1}", stage_bytes[s], demand, lane="link",
-                 released=max(0.0, stage_bytes[s] - gemm.out_tile_bytes) if hold else None)
+                 released=max(0.0, stage_bytes[s] - gemm.out_tile_bytes) if hold else None,
+                 cycle=sub.comm_cycle(dma_read=True))
         flows[s] = f
         prod.link(engine, s, f)
         engine.start(f, lambda e, fl: step_done(s, e.now))
@@ -168,25 +215,32 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
             start_forward(s)
 
     def wave_end(e: Engine, w: int) -> None:
+        if prod.discrete:
+            prod.wave_done(e, w)
         for s in range(1, tp - 1):
+            if gemm.stage_end_waves[s] == w and produced_at[s] is None:
+                produced_at[s] = e.now
+                schedule_release(s)
             if prod.first_wave[s] == w:
                 state[("ready", s)] = e.now + trigger_s
                 try_start(s)
         if stage1_waves and w == stage1_waves[-1] and tp > 1:
             # The buffered part of stage 1 drains (its first tile already left: no trigger).
-            f0 = Flow("step 1 (buffer)", buffered, stage1, lane="link")
+            f0 = Flow("step 1 (buffer)", buffered, stage1, lane="link", cycle=sub.comm_cycle(dma_read=False))
             flows[0] = f0
-            e.start(f0, lambda e2, fl: step_done(0, e2.now))
+            e.start(f0, lambda e2, fl: step1_part_done("buffer", e2.now))
 
     def gemm_end(e: Engine) -> None:
         state["gemm_end"] = e.now
 
     marks = {prod.first_wave[s] for s in range(1, tp - 1) if prod.first_wave[s] is not None}
+    marks |= {gemm.stage_end_waves[s] for s in range(1, tp - 1) if gemm.stage_end_waves[s] >= 0}
     if stage1_waves:
         marks.add(stage1_waves[-1])
     run = GemmRun(sub, gemm, store_units=u, local_fraction=local_fraction, on_wave=wave_end, on_end=gemm_end,
-                  on_run=prod.on_run, extra=extra,
-                  marks_at=marks)
+                  on_run=on_run, extra=extra, marks_at=None if prod.discrete else marks)
+    if tp > 1 and b0 > 0:
+        engine.start(arrivals, lambda e, fl: step1_part_done("arrivals", e.now))
     run.start(engine)
     if tp > 1 and b0 == 0:
         step_done(0, 0.0)

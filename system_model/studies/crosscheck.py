@@ -5,24 +5,25 @@
 The RTL (:class:`rtl.gemm_ring.GemmRing`, driven by :mod:`tb.gemm_ring.run`) is the ground
 truth of the overlapped case at small scale: one memory-controller slice per GPU, a real
 closed-loop GEMM traffic source, trackers, DMA, arbiters, near-memory reducers and links.
-Here the *same* model code that produces the sublayer study
-(:func:`system_model.schemes.t3_staged`, :func:`system_model.schemes.gemm_alone_s`,
-:func:`system_model.collectives.hardware_reduce_scatter`, the DRAM channel of
-:mod:`system_model.dram_queue`) is configured to that micro-system and asked for its
-cycles; nothing in it is fitted to the RTL's figures.
+Here the *same* model code that produces the sublayer study (the timeline engine,
+:func:`system_model.schemes.t3.t3_ring`, :func:`system_model.schemes.t3.hardware_rs_s`,
+:func:`system_model.kernels.gemm.gemm_alone_s`) is configured to that micro-system and asked
+for its cycles; nothing in it is fitted to the RTL's figures.
 
 The micro-system, field by field (each read from the RTL's parameters or properties):
 
 * one channel per GPU (``hbm_channels = 1``) that serves one request per cycle
   (``hbm_GBps`` = one beat per 1-GHz cycle at efficiency 1), 64-bit requests, the
-  slice's ``read_latency`` as the DRAM latency, its compute queue's depth as the queue's,
-  and ``nmc_update_units = 1`` (the RTL's reducer issues an update per cycle);
-* a link of ``beat_bytes / link_cycles_per_beat`` bytes per cycle one way and the
-  link's latency;
+  slice's ``read_latency`` as the DRAM latency, and ``nmc_update_units = 1`` (the RTL's
+  reducer issues an update per cycle);
+* a ring fabric of one link each way of ``beat_bytes / link_cycles_per_beat`` bytes per
+  cycle and the link's latency, carried at its full rate (no protocol overhead);
 * the GEMM as its waves: ``tiles_per_wave`` tiles per wave (one per CU), each reading
   ``read_beats_per_tile`` beats and computing ``read_beats_per_tile * step_cycles``
   cycles, ``outstanding_reads`` beats of prefetch, stage ``s`` ending with tile
-  ``(s + 1) * tiles_per_stage - 1``;
+  ``(s + 1) * tiles_per_stage - 1``; where the buffer holds one k-step's reads, the next
+  step's reads wait for the current step's data to be used (the serial closed loop of
+  :class:`~system_model.engine.timeline.Flow`);
 * the block timing from the slice's properties (trigger to first egress beat) and the
   reducer's measured ring-stream rate;
 * the arbiter's threshold and starvation limit.
@@ -42,13 +43,16 @@ from pathlib import Path
 from rtl.gemm_ring import GemmRing
 from tb.gemm_ring.scenarios import SCHEDULES, Scenario
 
-from .block_timing import BlockTiming, load_block_timing
-from .collectives import hardware_reduce_scatter
-from .dram_queue import ArbiterConfig
-from .gemm import GemmTiming
-from .hardware import GpuConfig, LinkConfig, SystemConfig
-from .models import GemmShape
-from .schemes import StudyConfig, gemm_alone_s, t3_staged
+from ..describe.block_timing import BlockTiming, load_block_timing
+from ..describe.config import ArbiterConfig, StudyConfig
+from ..describe.fabric import FabricConfig
+from ..describe.hardware import GpuConfig, SystemConfig
+from ..describe.kernels import GemmKernelConfig
+from ..describe.models import GemmShape
+from ..describe.transport import TransportConfig
+from ..kernels.gemm import GemmTiming, gemm_alone_s
+from ..schemes.context import Sublayer
+from ..schemes.t3 import hardware_rs_s, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
@@ -64,12 +68,12 @@ TOLERANCE_MCA_POINTS = 5.0
 #: cycles under both arbiters, a difference without a sign.
 NO_DIFFERENCE_POINTS = 0.5
 
-CROSSCHECK_JSON = Path(__file__).resolve().parents[1] / "sim_results" / "crosscheck.json"
+CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crosscheck.json"
 
 
-def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, float]:
+def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape, GemmKernelConfig]:
     """The model configured to ``scenario``'s RTL ring: the study configuration, the GEMM's
-    waves, one GPU's chunk and one tile, in bytes."""
+    waves, and the shape and kernel that make one GPU's output (its chunks and tiles)."""
     sysm, g = scenario.system, scenario.gemm
     ring = GemmRing(**sysm.ring_params(g.tiles_per_stage))
     s, link = ring.ring.slices[0], ring.ring.links[0]
@@ -82,9 +86,13 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, flo
                     dram_latency_ns=float(latency), dram_queue_entries=sysm.compute_queue_depth,
                     dram_request_bytes=beat, nmc_update_units=round(1 / s.nmc.requests_per_cycle),
                     mc_reads_first=s.compute_reads_first)
-    system = SystemConfig("rtl-micro", gpu, LinkConfig(link_bw_GBps=2 * beat / link.cycles_per_beat,
-                                                       link_latency_ns=float(link.latency)),
-                          "the crosscheck's RTL ring (rtl.gemm_ring.GemmRing)")
+    fabric = FabricConfig(topology="ring", link_bw_GBps=2 * beat / link.cycles_per_beat, links_per_gpu=2,
+                          link_latency_ns=float(link.latency), domain_gpus=sysm.gpus,
+                          scale_out_GBps=beat / link.cycles_per_beat, scale_out_latency_ns=float(link.latency),
+                          ring_directions=1)
+    transport = TransportConfig(library="rccl", generation="cdna2", sm_link_efficiency=1.0, ce_link_efficiency=1.0,
+                                channels=1, channel_GBps=float(beat), nic_doorbell_ns=0.0)
+    system = SystemConfig("rtl-micro", gpu, fabric, transport, "the crosscheck's RTL ring (rtl.gemm_ring.GemmRing)")
     measured = load_block_timing()
     # Trigger to the first egress beat, less the DMA's bank read (the model adds the
     # channel's latency for it): the issue register and the tracker, the table's lookup,
@@ -94,21 +102,25 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, float, flo
                         reducer_requests_per_cycle=measured.reducer_requests_per_cycle,
                         reducer_write_cycles=s.nmc.write_latency, reducer_beat_bytes=beat,
                         source=f"T3Slice properties; reducer rate from {measured.source}")
-    cfg = StudyConfig(system=system, block=block, cu_sharing_cus=1,
+    kernel = GemmKernelConfig(tile_m=sysm.tile_beats, tile_n=1, k_tile=1, prefetch_stages=2, group_rows=1,
+                              compute_efficiency=1.0, bytes_per_element=beat)
+    cfg = StudyConfig(system=system, block=block, kernels=(kernel,), cu_sharing_cus=1, dram_model="cycle",
                       arbiter=ArbiterConfig(starvation_limit_cycles=sysm.starvation_limit, threshold=sysm.threshold))
     tiles = g.tiles(sysm.gpus)
     waves = math.ceil(tiles / g.tiles_per_wave)
     wave_tiles = tuple(min(g.tiles_per_wave, tiles - w * g.tiles_per_wave) for w in range(waves))
     tile_bytes = sysm.tile_beats * beat
+    shape = GemmShape(m=tiles * sysm.tile_beats, n=1, k=g.read_beats_per_tile)
     gemm = GemmTiming(
-        shape=GemmShape(m=tiles * sysm.tile_beats, n=1, k=g.read_beats_per_tile), cus=g.tiles_per_wave, tiles=tiles,
-        tiles_n=1, tile_m=sysm.tile_beats, tile_compute_s=g.compute_cycles_per_tile * 1e-9,
-        out_tile_bytes=tile_bytes, cu_load_bytes_per_tile=g.read_beats_per_tile * beat,
+        shape=shape, cus=g.tiles_per_wave, tiles=tiles, tiles_n=1, tile_m=sysm.tile_beats,
+        tile_compute_s=g.compute_cycles_per_tile * 1e-9, out_tile_bytes=tile_bytes,
+        cu_load_bytes_per_tile=g.read_beats_per_tile * beat,
         wave_reads=tuple(float(n * g.read_beats_per_tile * beat) for n in wave_tiles), wave_tiles=wave_tiles,
-        stage_end_waves=tuple(((s_ + 1) * g.tiles_per_stage - 1) // g.tiles_per_wave for s_ in range(sysm.gpus)),
+        stage_tiles=(g.tiles_per_stage,) * sysm.gpus, stage_bytes=(float(g.tiles_per_stage * tile_bytes),) * sysm.gpus,
         stores_cached=False, prefetch_bytes_per_cu=g.outstanding_reads * beat / g.tiles_per_wave,
-        k_steps_per_tile=g.read_beats_per_tile)
-    return cfg, gemm, g.tiles_per_stage * tile_bytes, tile_bytes
+        k_steps_per_tile=g.read_beats_per_tile,
+        serial_steps=g.outstanding_reads <= g.tiles_per_wave, stepwise=True)
+    return cfg, gemm, shape, kernel
 
 
 @dataclass(frozen=True)
@@ -122,25 +134,20 @@ class Prediction:
 def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     """The model's cycles for every schedule of :data:`SCHEDULES` (``change``, one of
     :data:`PERTURBATIONS`, alters the micro-system's configuration and GEMM first)."""
-    cfg, gemm, chunk, tile = micro_study(scenario)
+    cfg, gemm, shape, kernel = micro_study(scenario)
     if change is not None:
         cfg, gemm = change(cfg, gemm)
     n = scenario.system.gpus
     hz = cfg.system.gpu.mc_clock_GHz * 1e9
+    sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
     # The RTL's GEMM always writes near-memory updates (T3's, and the sequential schedule's
     # into the zeroed buffer), released at the end of each wave.
-    alone = gemm_alone_s(cfg, gemm, nmc=True)
+    alone = gemm_alone_s(gemm, cfg.system.gpu, store_units=cfg.system.gpu.nmc_update_units)
     out = {}
-    for schedule, policy in (("t3", "round_robin"), ("t3_mca", "mca")):
-        r = t3_staged(cfg, gemm, n, chunk_bytes=chunk, tile_bytes=tile, ag_s=0.0, ag_traffic=(0.0, 0.0),
-                      policy=policy, record=False, base_alone_s=alone)
+    for schedule, policy in (("t3", "rr"), ("t3_mca", "mca")):
+        r = t3_ring(sub, policy=policy, gemm=gemm)
         out[schedule] = Prediction(r.time_s * hz, r.gemm_s * hz)
-    gpu, block = cfg.system.gpu, cfg.block
-    rs = hardware_reduce_scatter(chunk * n, n, cfg.system.link, gpu,
-                                 trigger_to_link_s=block.trigger_to_link_s(gpu.mc_clock_GHz),
-                                 reducer_bytes_per_s=block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels),
-                                 tile_bytes=tile)
-    out["sequential"] = Prediction((alone + rs.time_s) * hz, alone * hz)
+    out["sequential"] = Prediction((alone + hardware_rs_s(sub)) * hz, alone * hz)
     return out
 
 
@@ -262,7 +269,7 @@ def violations(entries_: list[dict]) -> list[str]:
 #: --perturb``; tests/test_crosscheck.py). The MCA threshold is not among them: with the
 #: RTL's compute queue empty whenever communication may pass below it, no scenario feels it.
 PERTURBATIONS = {
-    "data used continuously (no k-steps)": lambda c, g: (c, replace(g, k_steps_per_tile=0)),
+    "data used continuously (no k-steps)": lambda c, g: (c, replace(g, serial_steps=False, stepwise=False)),
     "half the read latency": lambda c, g: (_gpu(c, dram_latency_ns=c.system.gpu.dram_latency_ns / 2), g),
     "twice the operand buffer": lambda c, g: (c, replace(g, prefetch_bytes_per_cu=2 * g.prefetch_bytes_per_cu)),
     "two service units per update": lambda c, g: (_gpu(c, nmc_update_units=2), g),

@@ -72,12 +72,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import schemes as _schemes
-from .gemm import gemm_timing
-from .models import MODELS, PHASES, SUBLAYERS, GemmShape, TransformerModel, sublayer_gemm
-from .schemes import SCHEMES, StudyConfig, evaluate
-from .study import OTHER_TP, PAPER_TP, geomean
-from .units import check_int_range, check_positive, check_range
+from ..describe.config import StudyConfig
+from ..describe.models import MODELS, PHASES, SUBLAYERS, GemmShape, TransformerModel, sublayer_gemm
+from ..describe.units import check_int_range, check_positive, check_range
+from ..kernels.gemm import choose_kernel, gemm_timing
+from ..kernels.gemm import gemm_alone_s as _gemm_alone_s
+from ..schemes import evaluate
+from .study import OTHER_TP, PAPER_TP, SCHEMES, geomean
 
 __all__ = ["SEQ_LEN", "MASK_BYTES", "KINDS", "LayerOp", "layer_ops", "tp_fits", "op_time_s", "gemm_alone_s",
            "LayerResult", "layer_timing", "layer_study", "layer_geomeans", "layer_table", "layer_markdown"]
@@ -329,10 +330,12 @@ def op_time_s(op: LayerOp, cfg: StudyConfig) -> float:
 
 
 def gemm_alone_s(shape: GemmShape, cfg: StudyConfig) -> float:
-    """A GEMM alone on the GPU (all CUs, one stage), timed wave by wave through the DRAM
-    channel model as the sublayer study times the sequential scheme's GEMM, so that sliced
-    and non-sliced GEMMs share one model."""
-    return _schemes.gemm_alone_s(cfg, gemm_timing(shape, cfg.system.gpu, cfg.kernel, stages=1), nmc=False)
+    """A GEMM alone on the GPU (all CUs, one stage, the library's kernel by modelled time),
+    timed as the sublayer study times the sequential scheme's GEMM, so that sliced and
+    non-sliced GEMMs share one model."""
+    gpu = cfg.system.gpu
+    kernel = choose_kernel(shape, gpu, cfg.kernels)
+    return _gemm_alone_s(gemm_timing(shape, gpu, kernel, stages=1), gpu)
 
 
 @dataclass(frozen=True)
@@ -434,7 +437,7 @@ def layer_timing(cfg: StudyConfig, model: str | TransformerModel, tp: int, phase
     tokens = cfg.workload.tokens(phase) if phase in PHASES else 0
     ops = layer_ops(m, phase, tokens, tp, seq_len=seq_len, bytes_per_element=cfg.kernel.bytes_per_element)
     op_times = {op.name: op_time_s(op, cfg) for op in ops if op.kind != "sublayer"}
-    per_sublayer = {op.sublayer: evaluate(cfg, op.shape, tp, timeline=False) for op in ops if op.kind == "sublayer"}
+    per_sublayer = {op.sublayer: evaluate(cfg, op.shape, tp, schemes=SCHEMES) for op in ops if op.kind == "sublayer"}
     sublayer_times = {scheme: {sub: res[scheme].time_s for sub, res in per_sublayer.items()} for scheme in SCHEMES}
     return LayerResult(m.name, tp, phase, tokens, m.layers, _local_heads(m, tp)[0], op_times, sublayer_times)
 

@@ -1,5 +1,10 @@
 """The peers study: every scheme on every platform x TP x model x phase, per sublayer and
-per layer, and who wins where (``python -m system_model peers``)."""
+per layer, and who wins where (``python -m system_model peers``).
+
+A scheme is called the winner of a cell only where its margin over the runner-up exceeds
+the model's validated error for the transports both involve
+(:func:`.validation.scheme_error`); elsewhere the cell says "within model error".
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..layer import layer_ops, op_time_s
-from ..models import MODELS, PHASES, WorkloadConfig, sublayer_gemm
-from ..study import geomean
-from .platforms import DEFAULT_PLATFORMS, PLATFORMS, Platform
-from .schemes import PEER_SCHEMES, SCHEME_LABELS, PeerConfig, PeerResult, evaluate_peers
+from dataclasses import replace
+
+from ..describe.config import PeerConfig
+from ..describe.models import MODELS, PHASES, WorkloadConfig, sublayer_gemm
+from ..describe.presets import DEFAULT_PLATFORMS, PLATFORMS, Platform
+from ..schemes import PEER_SCHEMES, SCHEME_LABELS, SchemeResult, evaluate
+from .layer import layer_ops, op_time_s
+from .study import geomean
 
 __all__ = ["DEFAULT_MODELS", "DEFAULT_TPS", "T3_SCHEMES", "SOFTWARE_SCHEMES", "PeerPoint", "PeerLayer", "run_peers",
            "winners", "peers_markdown", "write_peers"]
@@ -25,6 +33,7 @@ DEFAULT_TPS = (4, 8, 16, 32)
 #: itself (where every overlap loses, a user keeps the baseline).
 T3_SCHEMES = ("t3_ring", "t3_direct")
 SOFTWARE_SCHEMES = ("sequential", "flux", "async_tp", "flashoverlap", "dma_collective", "nvls")
+BOUND_SCHEMES = ("ideal_overlap", "ideal_all_reduce")
 
 
 @dataclass
@@ -36,7 +45,7 @@ class PeerPoint:
     tp: int
     phase: str
     sublayer: str
-    results: dict[str, PeerResult]
+    results: dict[str, SchemeResult]
 
     def speedup(self, scheme: str) -> float | None:
         r = self.results[scheme]
@@ -73,6 +82,10 @@ def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str]
               peer: PeerConfig | None = None, workload: WorkloadConfig | None = None
               ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     """Every scheme at every (platform, model, TP, phase) point whose TP divides the model."""
+    return _run_peers(platforms, models, tps, phases, peer=peer, workload=workload)
+
+
+def _run_peers(platforms, models, tps, phases, *, peer, workload) -> tuple[list[PeerPoint], list[PeerLayer]]:
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
     workload = workload or WorkloadConfig()
     for name in models:
@@ -84,6 +97,8 @@ def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str]
     points, layers = [], []
     for p in platforms:
         cfg = p.study_config(workload)
+        if peer is not None:
+            cfg = replace(cfg, peer=peer)
         for name in models:
             m = MODELS[name]
             for tp in tps:
@@ -95,7 +110,7 @@ def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str]
                     other = sum(op_time_s(op, cfg) for op in ops if op.kind != "sublayer")
                     here = []
                     for sub in PHASES[phase]:
-                        res = evaluate_peers(p, cfg, sublayer_gemm(m, sub, tokens, tp), tp, peer=peer)
+                        res = evaluate(cfg, sublayer_gemm(m, sub, tokens, tp), tp, schemes=PEER_SCHEMES)
                         here.append(PeerPoint(p.name, name, tp, phase, sub, res))
                     points += here
                     layers.append(PeerLayer(p.name, name, tp, phase, other, {
@@ -118,18 +133,31 @@ def _best(layers: list[PeerLayer], schemes) -> tuple[str | None, float | None]:
     return best
 
 
-def winners(layers: list[PeerLayer]) -> list[dict]:
+def winners(layers: list[PeerLayer], errors: dict[str, float] | None = None) -> list[dict]:
     """Per (platform, TP): the best T3 variant and the best software scheme (geomean layer
-    speedup over the models and phases), and their ratio."""
+    speedup over the models and phases), their ratio, and whether the margin exceeds the
+    model's validated error for both (``errors``: per transport, :func:`.validation.transport_error`;
+    None: every margin counts)."""
+    from .validation import scheme_error
+
     rows = []
     keys = dict.fromkeys((layer.platform, layer.tp) for layer in layers)
     for platform, tp in keys:
         here = [layer for layer in layers if layer.platform == platform and layer.tp == tp]
         t3, t3_x = _best(here, T3_SCHEMES)
         sw, sw_x = _best(here, SOFTWARE_SCHEMES)
+        ratio = (t3_x / sw_x) if t3_x and sw_x else None
+        margin_needed = None
+        if errors is not None and ratio is not None:
+            p = PLATFORMS[platform] if platform in PLATFORMS else None
+            library = p.transport.library if p else "nccl"
+            nvls = bool(p and p.fabric.switch_reduction and p.transport.nvls_efficiency > 0)
+            margin_needed = max(scheme_error(t3, library, errors, nvls=nvls), scheme_error(sw, library, errors, nvls=nvls))
+        decided = None if ratio is None else (margin_needed is None or abs(ratio - 1) > margin_needed)
         rows.append({"platform": platform, "tp": tp, "t3": t3, "t3_speedup": t3_x, "software": sw,
-                     "software_speedup": sw_x, "ideal_speedup": _best(here, ("ideal",))[1],
-                     "t3_over_software": (t3_x / sw_x) if t3_x and sw_x else None})
+                     "software_speedup": sw_x, "ideal_rs_speedup": _best(here, ("ideal_overlap",))[1],
+                     "ideal_ar_speedup": _best(here, ("ideal_all_reduce",))[1],
+                     "t3_over_software": ratio, "model_error": margin_needed, "decided": decided})
     return rows
 
 
@@ -137,17 +165,29 @@ def _x(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2f}x"
 
 
-def peers_markdown(points: list[PeerPoint], layers: list[PeerLayer]) -> str:
-    rows = winners(layers)
+def _verdict(r: dict) -> str:
+    if r["t3_over_software"] is None:
+        return ""
+    if not r["decided"]:
+        return f" (within model error, ±{r['model_error']:.0%})"
+    return " (T3 wins)" if r["t3_over_software"] > 1 else " (software wins)"
+
+
+def peers_markdown(points: list[PeerPoint], layers: list[PeerLayer], errors: dict[str, float] | None = None) -> str:
+    rows = winners(layers, errors)
     platforms = list(dict.fromkeys(r["platform"] for r in rows))
     tps = sorted({r["tp"] for r in rows})
     lines = ["# T3 against today's software overlap", "",
              "Generated by `python -m system_model peers`. Speedups are over the sequential scheme (the GEMM, then "
-             "NCCL/RCCL's ring RS and AG), per Transformer layer (every op; the four sublayers in training, two in "
-             "prefill), geomean over the models and phases. `ideal` is the bound: the whole all-reduce hidden "
-             "under the fastest GEMM.", "",
+             "the library's all-reduce, NCCL's or RCCL's own choice of algorithm and protocol), per Transformer "
+             "layer (every op; the four sublayers in training, two in prefill), geomean over the models and "
+             "phases. Two bounds: `Ideal (RS hidden)` bounds every scheme that runs the all-gather after the "
+             "reduce-scatter (T3, Flux, async-TP, FlashOverlap, DMA collectives); `Ideal (AR hidden)` bounds "
+             "every scheme.", "",
              "## Who wins where", "",
-             "Each cell: the best software scheme and its speedup / the best T3 variant's speedup.", "",
+             "Each cell: the best software scheme (the baseline included) and its speedup / the best T3 variant's "
+             "speedup. A cell names a winner only where the margin exceeds the model's validated error for both "
+             "schemes' transports (`peers_validation.md`); otherwise it says *within model error*.", "",
              "| platform | " + " | ".join(f"TP {tp}" for tp in tps) + " |",
              "| --- | " + " | ".join("---" for _ in tps) + " |"]
     for p in platforms:
@@ -159,7 +199,7 @@ def peers_markdown(points: list[PeerPoint], layers: list[PeerLayer]) -> str:
                 continue
             sw = SCHEME_LABELS[r["software"]] if r["software"] else "none"
             t3 = SCHEME_LABELS[r["t3"]] if r["t3"] else "T3"
-            cells.append(f"{sw} {_x(r['software_speedup'])} / {t3} {_x(r['t3_speedup'])}")
+            cells.append(f"{sw} {_x(r['software_speedup'])} / {t3} {_x(r['t3_speedup'])}{_verdict(r)}")
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines += ["", "## Layer speedup per scheme", "",
               "| platform | TP | " + " | ".join(SCHEME_LABELS[s] for s in PEER_SCHEMES if s != "sequential") + " |",
@@ -200,12 +240,13 @@ def _csv_rows(points: list[PeerPoint]) -> list[dict]:
 
 
 def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, plots: bool = True,
-                validation: str | None = None, fmt: str = "csv") -> list[Path]:
+                validation: str | None = None, fmt: str = "csv", errors: dict[str, float] | None = None
+                ) -> list[Path]:
     """Write peers.md, peers.csv, peers.json, the heat map and the validation table."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     md = out / "peers.md"
-    md.write_text(peers_markdown(points, layers))
+    md.write_text(peers_markdown(points, layers, errors))
     written.append(md)
     rows = _csv_rows(points)
     path = out / "peers.csv"
@@ -214,12 +255,12 @@ def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, 
         writer.writeheader()
         writer.writerows(rows)
     written.append(path)
-    from ..sweep import write_table
+    from .sweep import write_table
     if (table := write_table(rows, out / "peers", fmt)) is not None:      # --format json|parquet
         written.append(table)
     path = out / "peers.json"
     path.write_text(json.dumps({
-        "winners": winners(layers),
+        "winners": winners(layers, errors),
         "layers": [{"platform": la.platform, "model": la.model, "tp": la.tp, "phase": la.phase,
                     "speedup": {s: la.speedup(s) for s in PEER_SCHEMES}} for la in layers],
     }, indent=1) + "\n")
@@ -229,6 +270,6 @@ def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, 
         path.write_text(validation)
         written.append(path)
     if plots:
-        from .plots import plot_heatmap
-        written += plot_heatmap(winners(layers), out / "peers_heatmap")
+        from .peers_plots import plot_heatmap
+        written += plot_heatmap(winners(layers, errors), out / "peers_heatmap")
     return written

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .schemes import SCHEME_LABELS
+from ..schemes import SCHEME_LABELS
 
 __all__ = ["plot_heatmap"]
 
@@ -13,11 +13,12 @@ __all__ = ["plot_heatmap"]
 def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     """Two panels over platform x TP: the best T3 variant's layer speedup over the best
     software scheme's (diverging around 1), and the best software scheme's own speedup,
-    each cell labelled with the scheme. Writes ``stem``.png and .svg."""
+    each cell labelled with the scheme. A cell whose margin is within the model's validated
+    error is hatched and says so. Writes ``stem``.png and .svg."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
 
-    from ..figures import save_figure  # headless, stable SVG ids
+    from .figures import save_figure  # headless, stable SVG ids
 
     platforms = list(dict.fromkeys(r["platform"] for r in rows))
     tps = sorted({r["tp"] for r in rows})
@@ -47,8 +48,13 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
                 name = SCHEME_LABELS.get(r[label_key] or "", "")
                 shade = image.norm(value)
                 dark = shade < 0.2 or shade > 0.8 if nrm is not None else shade < 0.4
-                ax.text(j, i, f"{value:.2f}x\n{name}", ha="center", va="center", fontsize=8,
-                        color="white" if dark else "black")
+                undecided = label_key == "t3" and r.get("decided") is False
+                if undecided:
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", linewidth=0,
+                                               edgecolor="grey"))
+                note = "\nwithin model error" if undecided else ""
+                ax.text(j, i, f"{value:.2f}x\n{name}{note}", ha="center", va="center", fontsize=7 if note else 8,
+                        color="white" if dark and not undecided else "black")
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("Per-layer speedup, Llama 3 (geomean over models, training and prefill)", fontsize=12)
     return save_figure(fig, stem)

@@ -1,7 +1,8 @@
 """How the peers study moves with each value it assumes (``peers --sensitivity``).
 
-Each assumed value (the peers' :class:`~.schemes.PeerConfig` and the platforms'
-:data:`~.platforms.ASSUMED` latencies) is moved down and up by ``step`` on a fixed sample:
+Each assumed value (the peers' :class:`~system_model.describe.config.PeerConfig`, the
+platforms' assumed latencies and the transports' assumed figures) is moved down and up by
+``step`` on a fixed sample:
 Llama 3 70B training at TP 8 (inside the domain) and TP 16 (across nodes) on H100 and
 MI300X. Reported: each scheme's geomean layer speedup over the sample's layers.
 """
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..study import geomean
-from .platforms import PLATFORMS
-from .schemes import PEER_SCHEMES, SCHEME_LABELS, PeerConfig
-from .study import run_peers
+from ..describe.config import PeerConfig
+from ..describe.presets import PLATFORMS
+from ..schemes import PEER_SCHEMES, SCHEME_LABELS
+from .peers import run_peers
+from .study import geomean
 
 __all__ = ["PEER_ASSUMPTIONS", "run_peer_sensitivity", "sensitivity_markdown"]
 
@@ -31,6 +33,8 @@ PEER_ASSUMPTIONS = (
     ("scale_out_latency_ns", "fabric", "DeepSeek (ISCA'25, Table 5): InfiniBand 2.8-3.7 us"),
     ("switch_reduce_latency_ns", "fabric", "assumed: NVSwitch's in-network reduction"),
     ("dram_latency_ns", "gpu", "assumed 500 ns; microbenchmarks report about 450-700 ns on H100 and MI300X"),
+    ("nic_doorbell_ns", "transport", "assumed: a doorbell write and a work-request fetch over PCIe (about 1.5 us)"),
+    ("channel_GBps", "transport", "NCCL's ring graph over its channels (15 GB/s on H100), RCCL's (6 GB/s on MI300X)"),
 )
 
 
@@ -58,7 +62,7 @@ def run_peer_sensitivity(step: float = 0.25) -> dict:
                 value = max(1, round(value)) if isinstance(getattr(base_peer, name), int) else value
                 peer = replace(base_peer, **{name: value})
             else:
-                platforms = [p.with_changes(**{name: getattr(p.fabric if where == "fabric" else p.gpu, name) * factor})
+                platforms = [p.with_changes(**{name: getattr(getattr(p, where), name) * factor})
                              for p in base_platforms]
             moves["down" if sign < 0 else "up"] = _speedups(peer, platforms)
         result["moves"][name] = {"source": source, **moves}

@@ -4,9 +4,8 @@
   the x axis, a bar per scheme, prefill hatched) and a panel of the sets' geomeans.
 * :func:`plot_traffic`: DRAM bytes per scheme, stacked by component (GEMM reads/writes, RS
   reads/writes, AG), per sublayer in the same panels, and the headline set's summary.
-* :func:`plot_timeline`: T3 against T3-MCA on one FC sublayer: the DRAM queue occupancy and
-  each stream's bandwidth over time, from the schemes' ``trace``; a Gantt chart of the
-  schemes' timelines where the model records no trace.
+* :func:`plot_timeline`: T3 against T3-MCA on one FC sublayer: the DRAM's and the links' use
+  over time, from the timeline engine's intervals; a Gantt chart where none was recorded.
 """
 
 from __future__ import annotations
@@ -24,13 +23,12 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from .figures import save_figure  # noqa: E402
 from .report import TRAFFIC_LABELS, select, short, traffic_breakdown, traffic_components, traffic_summary  # noqa: E402
-from .schemes import SCHEMES  # noqa: E402
-from .study import HEADLINE_SETS, PointResult, summarise  # noqa: E402
+from .study import HEADLINE_SETS, SCHEMES, PointResult, summarise  # noqa: E402
 
 __all__ = ["plot_speedups", "plot_traffic", "plot_timeline"]
 
-COLOURS = {"sequential": "#888888", "ideal_overlap": "#2ca02c", "ideal_rs_nmc": "#98df8a", "t3": "#1f77b4",
-           "t3_mca": "#d62728", "cu_sharing": "#ff7f0e"}
+COLOURS = {"sequential": "#888888", "ideal_overlap": "#2ca02c", "ideal_all_reduce": "#17becf",
+           "ideal_rs_nmc": "#98df8a", "t3": "#1f77b4", "t3_mca": "#d62728", "cu_sharing": "#ff7f0e"}
 _SPARE = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 TRAFFIC_COLOURS = {"gemm_reads": "#1f77b4", "gemm_writes": "#aec7e8", "rs_reads": "#d62728", "rs_writes": "#ff9896",
                    "ag": "#2ca02c", "other": "#c7c7c7"}
@@ -106,13 +104,13 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
     """Speedup over sequential: a panel per model and TP with the sublayers on the x axis, a
     bar per scheme (prefill hatched) and a dashed line for ideal overlap over each group, and
     a panel of each set's geomean."""
-    schemes = [s for s in SCHEMES[1:] if s != "ideal_overlap"]
+    schemes = [s for s in SCHEMES[1:] if s not in ("ideal_overlap", "ideal_all_reduce")]
     width = 0.8 / len(schemes)
     offsets = [(i - len(schemes) / 2 + 0.5) * width for i in range(len(schemes))]
     facets = _facets(results)
     summaries = [s for name in [*HEADLINE_SETS, "all"] if (s := summarise(results, name))]
     fig, axes = _grid(len(facets) + 1)
-    top = max(1.6, max(r.speedup(s) for r in results for s in [*schemes, "ideal_overlap"]) + 0.1)
+    top = max(1.6, max(r.speedup(s) for r in results for s in [*schemes, "ideal_overlap", "ideal_all_reduce"]) + 0.1)
     for ax, ((model, tp), facet) in zip(axes, facets.items(), strict=False):
         for i, scheme in enumerate(schemes):
             for phase, hatch in (("training", None), ("prefill", PREFILL_HATCH)):
@@ -120,13 +118,15 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
                 if js:
                     _bars(ax, [j + offsets[i] for j in js], [facet[j].speedup(scheme) for j in js], width,
                           _colour(scheme), hatch=hatch)
-        ax.hlines([r.speedup("ideal_overlap") for r in facet], [j - 0.45 for j in range(len(facet))],
-                  [j + 0.45 for j in range(len(facet))], colors="black", linestyles="--", linewidth=1.0)
+        for bound, style in (("ideal_overlap", "--"), ("ideal_all_reduce", ":")):
+            ax.hlines([r.speedup(bound) for r in facet], [j - 0.45 for j in range(len(facet))],
+                      [j + 0.45 for j in range(len(facet))], colors="black", linestyles=style, linewidth=1.0)
         _sublayer_ticks(ax, facet)
         ax.set_title(f"{model}, TP {tp}", fontsize=9)
     ax = axes[-1]
-    ax.hlines([s.speedup_geomean["ideal_overlap"] for s in summaries], [j - 0.45 for j in range(len(summaries))],
-              [j + 0.45 for j in range(len(summaries))], colors="black", linestyles="--", linewidth=1.0)
+    for bound, style in (("ideal_overlap", "--"), ("ideal_all_reduce", ":")):
+        ax.hlines([s.speedup_geomean[bound] for s in summaries], [j - 0.45 for j in range(len(summaries))],
+                  [j + 0.45 for j in range(len(summaries))], colors="black", linestyles=style, linewidth=1.0)
     for i, scheme in enumerate(schemes):
         _bars(ax, [j + offsets[i] for j in range(len(summaries))], [s.speedup_geomean[scheme] for s in summaries],
               width, _colour(scheme))
@@ -141,7 +141,8 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
     for ax in axes[::min(4, len(axes))]:
         ax.set_ylabel("speedup over sequential", fontsize=8)
     handles = [Patch(color=_colour(s), label=s) for s in schemes]
-    handles.append(Line2D([], [], color="black", linestyle="--", label="ideal_overlap"))
+    handles.append(Line2D([], [], color="black", linestyle="--", label="ideal, RS hidden (bounds T3, T3-MCA)"))
+    handles.append(Line2D([], [], color="black", linestyle=":", label="ideal, AR hidden (bounds CU sharing too)"))
     handles.append(Patch(facecolor="#bbbbbb", edgecolor="white", hatch=PREFILL_HATCH, label="prefill (hatched)"))
     _legend(fig, handles, "Sublayer speedup (GEMM + all-reduce) over sequential, per model and TP")
     return _save(fig, path)
@@ -208,65 +209,49 @@ def _fc_point(results: list[PointResult]) -> PointResult:
     return results[0]
 
 
-def _window_edges(t_s):
-    """Step-plot x values (us) of trace windows that end at ``t_s``: each window's start, then
-    the last window's end; and a function that repeats a series' last value to match."""
-    t_s = list(t_s)
-    width = t_s[1] - t_s[0] if len(t_s) > 1 else t_s[0] if t_s else 0.0
-    edges = [(t - width) * 1e6 for t in t_s] + [t_s[-1] * 1e6] if t_s else []
-    return edges, lambda series: [*series, series[-1]] if len(series) else []
-
-
 def plot_timeline(results: list[PointResult], path: Path, *, cfg=None) -> Path:
-    """T3 against T3-MCA on one FC sublayer (FC-2 training if studied): per scheme, the DRAM
-    queue occupancy over time above the bandwidth of each stream, from the schemes' ``trace``.
-    Falls back to a Gantt chart of the schemes' timelines where no scheme has a trace.
-
-    ``cfg`` (optional) adds the queue depth and the achievable DRAM bandwidth as lines.
-    """
+    """T3 against T3-MCA on one FC sublayer (FC-2 training if studied), from the timeline
+    engine's record: per scheme, the DRAM's use over time split into the GEMM's and the
+    communication's, and the links' use. Where a resource is below 100% nobody waits for it;
+    the arbiter (round robin or compute first) only decides anything where the DRAM is full.
+    Falls back to a Gantt chart where no scheme kept its record."""
     chosen = _fc_point(results)
-    traced = [s for s in ("t3", "t3_mca") if s in chosen.schemes and getattr(chosen.schemes[s], "trace", None)]
-    if not traced:
+    recorded = [s for s in ("t3", "t3_mca") if s in chosen.schemes and chosen.schemes[s].intervals]
+    if not recorded:
         return _plot_gantt(chosen, path)
-    gpu = getattr(getattr(cfg, "system", None), "gpu", None)
-    depth = getattr(gpu, "dram_queue_entries", None)
-    capacity = getattr(gpu, "dram_bytes_per_s", None)
-    fig, axes = plt.subplots(2, len(traced), figsize=(5.5 * len(traced), 5), sharex="col", sharey="row",
+    fig, axes = plt.subplots(2, len(recorded), figsize=(5.5 * len(recorded), 4.6), sharex="col", sharey="row",
                              squeeze=False)
-    for col, scheme in enumerate(traced):
-        trace = chosen.schemes[scheme].trace
-        t_us, closed = _window_edges(trace.t_s)
-        queue, bandwidth = axes[0][col], axes[1][col]
-        occupancy = closed(trace.queue_occupancy)
-        queue.fill_between(t_us, occupancy, step="post", color=_colour(scheme), alpha=0.35, linewidth=0)
-        queue.step(t_us, occupancy, where="post", color=_colour(scheme), linewidth=0.8)
-        if depth:
-            queue.axhline(depth, color="black", linestyle="--", linewidth=0.7, label=f"queue depth {depth}")
-        threshold = getattr(trace, "threshold", None)
-        if threshold and scheme == "t3_mca":
-            queue.axhline(threshold, color="black", linestyle=":", linewidth=0.9, label=f"MCA threshold {threshold}")
-        if depth or (threshold and scheme == "t3_mca"):
-            queue.legend(fontsize=7, loc="upper right")
-        queue.set_ylim(0, 1.25 * max([*trace.queue_occupancy, depth or 0, 1]))
-        queue.set_title(f"{scheme} (sublayer {chosen.schemes[scheme].time_s * 1e6:.0f} us)", fontsize=9)
-        streams = [s for s in trace.GBps if len(trace.GBps[s]) == len(trace.t_s)]
-        bandwidth.stackplot(t_us, *[closed(trace.GBps[s]) for s in streams], step="post", linewidth=0,
-                            colors=[STREAM_COLOURS.get(s, "#c7c7c7") for s in streams],
-                            labels=[s.replace("_", " ") for s in streams])
-        totals = [sum(v) for v in zip(*(trace.GBps[s] for s in streams), strict=True)] if streams else []
-        bandwidth.set_ylim(0, 1.4 * max([*totals, (capacity or 0) / 1e9, 1]))
-        if capacity:
-            bandwidth.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=0.7, label="achievable HBM")
-        bandwidth.legend(fontsize=7, loc="upper right", ncol=2)
-        bandwidth.set_xlabel("time (us)", fontsize=8)
-        for ax in (queue, bandwidth):
+    for col, scheme in enumerate(recorded):
+        res = chosen.schemes[scheme]
+        iv = res.intervals
+        edges = [a * 1e6 for a, *_ in iv] + [iv[-1][1] * 1e6]
+        dram, link = axes[0][col], axes[1][col]
+        gemm = [x[4].get("GEMM", 0.0) for x in iv]
+        comm = [sum(v for k, v in x[4].items() if k != "GEMM") for x in iv]
+        dram.stairs(gemm, edges, fill=True, color=STREAM_COLOURS["gemm_reads"], label="GEMM")
+        dram.stairs([g + c for g, c in zip(gemm, comm, strict=True)], edges, baseline=gemm, fill=True,
+                    color=STREAM_COLOURS["dma_reads"], label="communication")
+        dram.axhline(1.0, color="black", linestyle="--", linewidth=0.7)
+        dram.set_ylim(0, 1.15)
+        dram.set_title(f"{short(scheme)}: {res.time_s * 1e6:.0f} us (GEMM ends at {res.gemm_s * 1e6:.0f} us)",
+                       fontsize=9)
+        dram.legend(fontsize=7, loc="lower right")
+        link.stairs([x[3].get("link", 0.0) for x in iv], edges, fill=True, color="#9467bd", label="links")
+        if any("reducers" in x[3] for x in iv):
+            link.stairs([x[3].get("reducers", 0.0) for x in iv], edges, color="black", linewidth=0.8,
+                        label="near-memory reducers")
+        link.axhline(1.0, color="black", linestyle="--", linewidth=0.7)
+        link.set_ylim(0, 1.15)
+        link.legend(fontsize=7, loc="lower right")
+        link.set_xlabel("time (us)", fontsize=8)
+        for ax in (dram, link):
             ax.tick_params(labelsize=7)
             ax.grid(linewidth=0.3, alpha=0.6)
-    axes[0][0].set_ylabel("DRAM queue (requests)", fontsize=8)
-    axes[1][0].set_ylabel("DRAM bandwidth (GB/s)", fontsize=8)
+    axes[0][0].set_ylabel("DRAM, share of its bandwidth", fontsize=8)
+    axes[1][0].set_ylabel("link / reducers, share", fontsize=8)
     p = chosen.point
-    fig.suptitle(f"{p.model} TP{p.tp} {p.sublayer} ({p.phase}): a representative stretch: one DRAM "
-                 "channel's queue, whole-GPU bandwidth per stream", fontsize=10)
+    fig.suptitle(f"{p.model} TP{p.tp} {p.sublayer} ({p.phase}): who uses the DRAM and the links "
+                 "(the timeline engine's intervals)", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -8,14 +8,15 @@ import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
-from .schemes import SCHEMES, SchemeResult, StudyConfig
-from .study import HEADLINE_SETS, PAPER_FIGURES, PointResult, Summary, geomean, summarise
+from ..describe.config import StudyConfig
+from ..schemes import SchemeResult
+from .study import HEADLINE_SETS, PAPER_FIGURES, SCHEMES, PointResult, Summary, geomean, summarise
 
 __all__ = ["format_table", "write_outputs", "paper_comparison", "TRAFFIC_COMPONENTS", "traffic_breakdown",
            "traffic_summary", "slowdown_schemes", "slowdown_summary", "select", "short"]
 
-SHORT = {"sequential": "seq", "ideal_overlap": "ideal", "ideal_rs_nmc": "rs+nmc", "t3": "t3",
-         "t3_mca": "t3-mca", "cu_sharing": "cu-share"}
+SHORT = {"sequential": "seq", "ideal_overlap": "ideal-rs", "ideal_all_reduce": "ideal-ar", "ideal_rs_nmc": "rs+nmc",
+         "t3": "t3", "t3_mca": "t3-mca", "cu_sharing": "cu-share"}
 
 #: The traffic breakdown the report shows: the model's six streams, the all-gather's two summed.
 TRAFFIC_COMPONENTS = ("gemm_reads", "gemm_writes", "rs_reads", "rs_writes", "ag")
@@ -275,7 +276,8 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
     sets = [*summaries]
     json_path.write_text(json.dumps({
         "preset": cfg.system.name, "commit": _git_commit(),
-        "config": {"gpu": asdict(cfg.system.gpu), "link": asdict(cfg.system.link), "kernel": asdict(cfg.kernel),
+        "config": {"gpu": asdict(cfg.system.gpu), "fabric": asdict(cfg.system.fabric),
+                   "transport": asdict(cfg.system.transport), "kernels": [asdict(k) for k in cfg.kernels],
                    "workload": asdict(cfg.workload), "arbiter": asdict(cfg.arbiter),
                    "cu_sharing_cus": cfg.cu_sharing_cus, "block_timing": asdict(cfg.block)},
         "summaries": {k: asdict(v) for k, v in summaries.items()},

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .calibration import CALIBRATION, Calibrated, value_of, with_value
-from .schemes import StudyConfig
+from ..describe.calibration import CALIBRATION, Calibrated, value_of, with_value
+from ..describe.config import StudyConfig
 from .study import HEADLINE_SETS, Point, PointResult, run_study, study_points, summarise
 
 __all__ = ["FIGURES", "SCHEME", "Move", "Row", "Sensitivity", "headline_points", "headline_figures",

@@ -7,11 +7,15 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .models import MODELS, PHASES, GemmShape, sublayer_gemm
-from .schemes import SCHEMES, SchemeResult, StudyConfig, evaluate
+from ..describe.config import StudyConfig
+from ..describe.models import MODELS, PHASES, GemmShape, sublayer_gemm
+from ..schemes import PAPER_SCHEMES, SchemeResult, evaluate
+
+#: The schemes of the paper's study.
+SCHEMES = PAPER_SCHEMES
 
 __all__ = ["PAPER_TP", "OTHER_TP", "Point", "PointResult", "study_points", "run_study", "Summary", "summarise",
-           "HEADLINE_SETS", "PAPER_FIGURES", "geomean"]
+           "HEADLINE_SETS", "PAPER_FIGURES", "geomean", "SCHEMES"]
 
 #: Tensor-parallel degrees the paper evaluates per model.
 PAPER_TP = {"mega-gpt-2": (8, 16), "t-nlg": (8, 16), "gpt-3": (32,), "palm": (32,), "mt-nlg": (32,)}
@@ -63,10 +67,11 @@ def study_points(models: Iterable[str] | None = None, tps: Iterable[int] | None 
 
 
 def run_study(cfg: StudyConfig, points: Iterable[Point], *, timeline: bool = True) -> list[PointResult]:
+    """Every point under every scheme of the study (``timeline``: keep the timelines for plots)."""
     results = []
     for p in points:
         shape = sublayer_gemm(MODELS[p.model], p.sublayer, cfg.workload.tokens(p.phase), p.tp)
-        results.append(PointResult(p, shape, evaluate(cfg, shape, p.tp, timeline=timeline)))
+        results.append(PointResult(p, shape, evaluate(cfg, shape, p.tp, schemes=SCHEMES, record=timeline)))
     return results
 
 

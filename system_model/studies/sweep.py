@@ -7,8 +7,11 @@ hardware point with one sublayer point; a **task** is one hardware point with al
 sublayer points, and the unit that runs on a worker.
 
 * An axis is ``NAME=a,b,c`` (a list) or ``NAME=start:stop:step`` (inclusive of ``stop``).
-  ``NAME`` is a field of the GPU (:class:`~.hardware.GpuConfig`), of the ring link
-  (:class:`~.hardware.LinkConfig`) or of the GEMM kernel (:class:`~.gemm.GemmKernelConfig`),
+  ``NAME`` is a field of the GPU (:class:`~system_model.describe.hardware.GpuConfig`), of
+  the fabric (:class:`~system_model.describe.fabric.FabricConfig`: ``link_bw_GBps`` is one
+  link's figure, as in a hardware file), of the transports
+  (:class:`~system_model.describe.transport.TransportConfig`) or of the GEMM kernels
+  (:class:`~system_model.describe.kernels.GemmKernelConfig`: every kernel takes the value),
   a field of the model description (``hidden``, ``ffn``, ``heads``, ``kv_heads``,
   ``layers``: every model of the sweep takes the value), or ``tp`` / ``model`` (which
   choose the sublayer points).
@@ -36,17 +39,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .gemm import GemmKernelConfig
-from .hardware import GpuConfig, LinkConfig
-from .models import MODELS, PHASES, TransformerModel
-from .schemes import SCHEMES
-from .study import OTHER_TP, PAPER_TP, Point
+from ..describe.fabric import FabricConfig
+from ..describe.hardware import GpuConfig
+from ..describe.kernels import GemmKernelConfig
+from ..describe.models import MODELS, PHASES, TransformerModel
+from ..describe.transport import TransportConfig
+from .study import OTHER_TP, PAPER_TP, SCHEMES, Point
 
 __all__ = ["Axis", "parse_axis", "HARDWARE_AXES", "SweepSpec", "run_sweep", "FORMATS", "write_table"]
 
 HARDWARE_AXES = {**{f: "gpu" for f in GpuConfig.__dataclass_fields__},
-                 **{f: "link" for f in LinkConfig.__dataclass_fields__},
+                 **{f: "fabric" for f in FabricConfig.__dataclass_fields__},
+                 **{f: "transport" for f in TransportConfig.__dataclass_fields__},
                  **{f: "kernel" for f in GemmKernelConfig.__dataclass_fields__}}
+_CLASSES = {"gpu": GpuConfig, "fabric": FabricConfig, "transport": TransportConfig, "kernel": GemmKernelConfig}
 POINT_AXES = ("tp", "model")
 #: Fields of the model description that can be swept (each model of the sweep takes the value).
 MODEL_AXES = {"hidden": "hidden", "ffn": "ffn_dim", "heads": "heads", "kv_heads": "kv_heads", "layers": "layers"}
@@ -56,8 +62,7 @@ MAX_AXIS_VALUES = 100_000
 
 
 def _field_kind(name: str) -> str:
-    cls = {"gpu": GpuConfig, "link": LinkConfig, "kernel": GemmKernelConfig}[HARDWARE_AXES[name]]
-    return str(cls.__dataclass_fields__[name].type)
+    return str(_CLASSES[HARDWARE_AXES[name]].__dataclass_fields__[name].type)
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ def parse_axis(text: str) -> Axis:
         kind = "int" if name == "tp" or name in MODEL_AXES else _field_kind(name)
         if kind == "bool":
             raise ValueError(f"--axis {name}: a true/false field is not swept")
+        if kind == "str":
+            raise ValueError(f"--axis {name}: a text field is not swept (use a hardware file per value)")
         if ":" in spec:
             parts = spec.split(":")
             if len(parts) != 3:
@@ -151,6 +158,7 @@ class SweepSpec:
         """Everything the results depend on: a resume must find the same (values, not names)."""
         h = self.hardware
         return {"hardware": {"name": h.name, "gpu": dataclasses.asdict(h.gpu), "fabric": dataclasses.asdict(h.fabric),
+                             "transport": dataclasses.asdict(h.transport),
                              "kernels": [dataclasses.asdict(k) for k in h.kernels]},
                 "axes": {a.name: list(a.values) for a in self.axes},
                 "models": [dataclasses.asdict(m) for m in self.models], "tps": list(self.tps) if self.tps else None,
@@ -160,7 +168,7 @@ class SweepSpec:
 
 
 def _divides(m: TransformerModel, sublayer: str, tp: int) -> bool:
-    from .models import sublayer_gemm
+    from ..describe.models import sublayer_gemm
     try:
         sublayer_gemm(m, sublayer, 1, tp)
     except ValueError:
@@ -183,11 +191,11 @@ _LOADED = False
 def evaluate_task(spec: SweepSpec, index: int, changes: dict) -> tuple[int, list[list[str]]]:
     """One hardware point: every sublayer point under every scheme, as CSV rows."""
     global _LOADED
-    from . import dram_queue
+    from ..schemes import cache as result_cache
     from .study import run_study
 
-    if not _LOADED:          # a worker process reads the stored waves once
-        dram_queue.load_cache()
+    if not _LOADED:          # a worker process reads the stored results once
+        result_cache.load()
         _LOADED = True
     for m in spec.models:    # models from files join a worker's zoo too
         MODELS.setdefault(m.name, m)
@@ -229,15 +237,15 @@ def task_config(spec: SweepSpec, changes: dict):
     """The study configuration of one hardware point (raises ValueError for a bad value)."""
     changes = {k: v for k, v in changes.items() if k in HARDWARE_AXES}
     cfg = spec.hardware.study_config(spec.workload, rtl_timing=spec.rtl_timing)
-    hw = {k: v for k, v in changes.items() if HARDWARE_AXES[k] in ("gpu", "link")}
+    hw = {k: v for k, v in changes.items() if HARDWARE_AXES[k] in ("gpu", "fabric", "transport")}
     kernel = {k: v for k, v in changes.items() if HARDWARE_AXES[k] == "kernel"}
-    return dataclasses.replace(cfg, system=cfg.system.with_changes(**hw) if hw else cfg.system,
-                               kernel=dataclasses.replace(cfg.kernel, **kernel) if kernel else cfg.kernel)
+    kernels = tuple(dataclasses.replace(k, **kernel) for k in cfg.kernels) if kernel else cfg.kernels
+    return dataclasses.replace(cfg, system=cfg.system.with_changes(**hw) if hw else cfg.system, kernels=kernels)
 
 
 def _save_worker_cache() -> int:
-    from . import dram_queue
-    return dram_queue.save_cache()
+    from ..schemes import cache as result_cache
+    return result_cache.save()
 
 
 def progress_line(done: int, total: int, started: float, width: int = 30) -> str:

@@ -1,0 +1,77 @@
+"""Results of evaluated sublayers, kept in memory and on disk, so that a re-run, a resumed or
+extended sweep or a regenerated report does not evaluate a point twice.
+
+The key is everything an evaluation reads: the configuration's ``repr`` (frozen dataclasses,
+every field), the GEMM shape, the TP, the collective and the scheme. Only results without
+recorded timelines are kept. :func:`save` writes them to ``build/model_cache/`` (not in git),
+tagged with a hash of the model's source, so that changed code never reads stale results;
+``T3_MODEL_CACHE`` names another file, and set empty turns the file off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+__all__ = ["lookup", "store", "load", "save", "clear", "CACHE_FILE"]
+
+_ROOT = Path(__file__).resolve().parents[1]
+CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
+              else None if "T3_MODEL_CACHE" in os.environ
+              else _ROOT.parent / "build" / "model_cache" / "results.pkl")
+_RESULTS: dict = {}
+
+
+def _version() -> str:
+    digest = hashlib.sha256()
+    for folder in ("describe", "engine", "kernels", "schemes"):
+        for path in sorted((_ROOT / folder).rglob("*.py")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def key(cfg, shape, tp: int, collective: str, scheme: str) -> tuple:
+    return (repr(cfg), shape.m, shape.n, shape.k, tp, collective, scheme)
+
+
+def lookup(k: tuple):
+    return _RESULTS.get(k)
+
+
+def store(k: tuple, result) -> None:
+    _RESULTS[k] = result
+
+
+def clear() -> None:
+    _RESULTS.clear()
+
+
+def load(path: Path | None = CACHE_FILE) -> int:
+    """Load results stored by the same code; returns how many."""
+    if path is None:
+        return 0
+    try:
+        version, results = pickle.loads(path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return 0
+    if version != _version():
+        return 0
+    for k, v in results.items():
+        _RESULTS.setdefault(k, v)
+    return len(results)
+
+
+def save(path: Path | None = CACHE_FILE) -> int:
+    """Store the results so far (best effort: a read-only checkout runs without a cache)."""
+    if path is None:
+        return 0
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")       # parallel workers each write their own
+        tmp.write_bytes(pickle.dumps((_version(), dict(_RESULTS)), protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+    except OSError:
+        return 0
+    return len(_RESULTS)
