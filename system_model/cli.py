@@ -185,6 +185,18 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--sensitivity", action="store_true",
                        help="also move each assumed value by -/+25%% on a sample and write peers_sensitivity.md "
                             "(about a minute more)")
+    point = sub.add_parser(
+        "point", help="one GEMM (per GPU) and its collective under every scheme: times, speedups, bounds",
+        description="Examples: 't3-model point --preset h100-sxm --gemm 2048,16384,2048 --tp 8 --collective "
+                    "reduce_scatter'; 't3-model point --hardware-file my_gpu.toml --gemm 8192,8192,4096 --tp 16'. "
+                    "The invariant tests print such a command for any configuration they find wanting.")
+    _add_config(point)
+    point.add_argument("--gemm", type=_csv_list(int), required=True, metavar="M,N,K",
+                       help="the GEMM each GPU runs, M,N,K (C is M x N, the all-reduced tensor)")
+    point.add_argument("--tp", type=int, required=True, help="the tensor-parallel degree (GPUs in the group)")
+    point.add_argument("--collective", choices=("all_reduce", "reduce_scatter"), default="all_reduce",
+                       help="what follows the GEMM (default: %(default)s)")
+    point.add_argument("--schemes", type=_csv_list(str), default=None, help="comma-separated schemes (default: all)")
     show = sub.add_parser("show-preset", help="print a preset as a hardware description (TOML) to start from",
                           description="Example: 'python -m system_model show-preset h100-sxm > my_gpu.toml', "
                                       "edit it, then 'python -m system_model report --hardware-file my_gpu.toml'.")
@@ -353,7 +365,7 @@ def _report(args) -> int:
     from .studies.layer import layer_study, layer_table
 
     cfg = _study_config(args)
-    results = run_study(cfg, _points(args))
+    results = run_study(cfg, _points(args), timeline=False)
     summaries = {n: s for n in [*HEADLINE_SETS, "all"] if (s := summarise(results, n))}
     phases = list(PHASES) if args.phase == "all" else [args.phase]
     layers = layer_study(cfg, args.models, args.tp, phases)
@@ -457,8 +469,30 @@ def _sweep(args) -> int:
     return 0
 
 
+def _point(args) -> int:
+    from .describe.models import GemmShape
+    from .schemes import SCHEME_LABELS, SCHEMES, evaluate
+
+    if len(args.gemm) != 3:
+        raise ValueError(f"--gemm must be M,N,K (three integers), not {','.join(map(str, args.gemm))}")
+    schemes = tuple(args.schemes) if args.schemes else SCHEMES
+    cfg = _study_config(args)
+    shape = GemmShape(*args.gemm)
+    results = evaluate(cfg, shape, args.tp, schemes=schemes, collective=args.collective)
+    seq = results.get("sequential")
+    print(f"{cfg.system.name}: GEMM {shape.m} x {shape.n} x {shape.k} per GPU, {args.collective} over {args.tp} GPUs")
+    for name, r in results.items():
+        if r.time_s is None:
+            print(f"  {SCHEME_LABELS.get(name, name):<20} n/a: {r.reason}")
+            continue
+        speedup = f"{seq.time_s / r.time_s:6.3f}x" if seq is not None and seq.time_s else ""
+        print(f"  {SCHEME_LABELS.get(name, name):<20} {r.time_s * 1e6:12.3f} us  (GEMM ends {r.gemm_s * 1e6:10.3f} us)"
+              f"  {speedup}")
+    return 0
+
+
 _COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck,
-             "peers": _peers, "show-preset": _show_preset}
+             "peers": _peers, "point": _point, "show-preset": _show_preset}
 
 
 def main(argv: list[str] | None = None) -> int:

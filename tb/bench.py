@@ -7,8 +7,9 @@
 * For every trace-driven lock-step run (``tb/trace``), at its ``make test`` length: checked
   cycles per second (harness simulation plus model replay), the harness alone, the replay
   alone, and the clean build time of the harness.
-* The full ``make report`` run, the sweep's configurations per second, ``make verilog`` and
-  ``make test`` wall times.
+* The full ``make report`` run, the sweep's configurations per second and the peers study,
+  each with a cold and a warm result cache (:mod:`system_model.schemes.cache`), and the
+  ``make verilog`` and ``make test`` wall times.
 
 Every figure is the median of ``--runs`` runs (default 3) on this machine. Writes
 ``sim_results/bench.json`` and ``bench.md``. With ``--skip-make-test`` the ``make test``
@@ -139,15 +140,15 @@ def markdown_table(result: dict) -> str:
             cells += [f"{e['verilator_over_icarus']:.2f}", f"{e['verilator_over_icarus_with_startup']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| job | median |", "|---|---|",
-              f"| full `make report` (with plots), warm wave cache | {result['report_s']:.2f} s |",
+              f"| full `make report` (with plots), warm result cache | {result['report_s']:.2f} s |",
               f"| full `make report` (with plots), cold | {result.get('report_cold_s', float('nan')):.2f} s |",
-              f"| sweep, warm wave cache | {result['sweep_configs_per_s']:,.0f} configurations/s |",
+              f"| sweep, warm result cache | {result['sweep_configs_per_s']:,.0f} configurations/s |",
               f"| sweep, cold | {result.get('sweep_cold_configs_per_s', float('nan')):,.0f} configurations/s |",
               f"| sweep on Dask, 1 worker, cold | "
               f"{result.get('sweep_dask_1_workers_configs_per_s', float('nan')):,.0f} configurations/s |",
               f"| sweep on Dask, 2 workers, cold | "
               f"{result.get('sweep_dask_2_workers_configs_per_s', float('nan')):,.0f} configurations/s |",
-              f"| peers study (`python -m system_model peers`), warm wave cache | "
+              f"| peers study (`python -m system_model peers`), warm result cache | "
               f"{result.get('peers_s', float('nan')):.1f} s |",
               f"| peers study, cold | {result.get('peers_cold_s', float('nan')):.1f} s |",
               f"| `make verilog` | {result['make_verilog_s']:.1f} s |"]
@@ -172,10 +173,12 @@ DASK_SWEEP_ARGS = ["--models", "t-nlg,gpt-3", "--tp", "8,16", "--axis", "link_bw
 
 
 def model_speed(python: str, tmp: str, runs: int) -> dict:
-    """``make report`` and the sweep, each with a cold cache of representative DRAM waves
-    (none on disk: every wave simulated) and a warm one (the waves an earlier identical run
-    stored); the cache key is ``system_model.dram_queue.WaveLoad.representative``."""
-    cache = str(Path(tmp) / "waves.pkl")
+    """``make report``, the sweep and the peers study, each with a cold result cache (none on
+    disk: every sublayer evaluated) and a warm one (the evaluated sublayers an earlier
+    identical run stored, :mod:`system_model.schemes.cache`: keyed by the configuration, the
+    GEMM, the TP, the collective and the scheme; ``T3_MODEL_CACHE`` names its file, empty
+    turns it off)."""
+    cache = str(Path(tmp) / "results.pkl")
     cold = {**os.environ, "T3_MODEL_CACHE": ""}
     warm = {**os.environ, "T3_MODEL_CACHE": cache}
     out = {}
@@ -189,8 +192,8 @@ def model_speed(python: str, tmp: str, runs: int) -> dict:
     out["sweep_cold_configs_per_s"] = statistics.median(rate(cold) for _ in range(runs))
     rate(warm)
     out["sweep_configs_per_s"] = statistics.median(rate(warm) for _ in range(runs))
-    # The sweep on a Dask LocalCluster of 1 and 2 workers (cold waves, so that the work is
-    # the simulations the workers share out, not reading a cache).
+    # The sweep on a Dask LocalCluster of 1 and 2 workers (a cold cache, so that the work is
+    # the evaluations the workers share out, not reading a cache).
     for workers in (1, 2):
         def dask_rate(w=workers) -> float:
             done = _run([python, "-m", "system_model", "sweep", "--out", tmp, "--workers", str(w),

@@ -27,7 +27,7 @@ def test_measurements_match_documented_properties(measured):
     assert measured["tracker_trigger_latency"]["value"] == TrackerTable().trigger_latency
     assert measured["dma_issue_latency"]["value"] == DmaPath().issue_latency
     assert measured["dma_beats_per_cycle"]["value"] == DmaPath().beats_per_cycle
-    # The GEMM's read latency the crosscheck's micro-system takes (system_model/crosscheck.py).
+    # The GEMM's read latency the crosscheck's micro-system takes (system_model/studies/crosscheck.py).
     assert measured["slice_gemm_read_latency"]["value"] == T3Slice().gemm_read_latency
     reducer = NearMemoryReducer()
     assert measured["reducer_updates_per_cycle_distinct"]["value"] == reducer.requests_per_cycle == 1
@@ -73,7 +73,7 @@ def test_committed_reference_matches(measured):
 
 
 def test_system_model_reads_the_reference():
-    from system_model.block_timing import load_block_timing
+    from system_model.describe.block_timing import load_block_timing
 
     timing = load_block_timing(REFERENCE)
     assert "rtl_timing.json" in timing.source

@@ -4,12 +4,14 @@ file, the field and the bound, with exit status 2."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from system_model.cli import main
-from system_model.descriptions import DescriptionError, dump_hardware, dump_model, parse_hardware, read_hardware
-from system_model.models import MODELS, WorkloadConfig
-from system_model.presets import DESCRIPTIONS
+from system_model.describe.files import DescriptionError, dump_hardware, dump_model, parse_hardware, read_hardware
+from system_model.describe.models import MODELS, WorkloadConfig
+from system_model.describe.presets import DESCRIPTIONS
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +91,14 @@ BAD_HARDWARE = [
      "my_gpu.toml: [fabric] link_bw_GBps must be a number, not True"),
     (lambda t: t.replace("hbm_efficiency = 0.85", "hbm_efficiency = 1.5"),
      "my_gpu.toml: [gpu] hbm_efficiency must be between 0.05 and 1.0, not 1.5"),
+    # The [transport] table is required: what the links, engines and library reach.
+    (lambda t: re.sub(r"\[transport\]\n.*?\n\n", "", t, flags=re.S), "my_gpu.toml: missing 'transport'"),
+    (lambda t: t.replace('library = "nccl"', 'library = "mpi"'),
+     "my_gpu.toml: [transport] library must be one of nccl, rccl, not 'mpi'"),
+    (lambda t: t.replace("channels = 24", "channels = 0"),
+     "my_gpu.toml: [transport] channels must be between 1 and 1024, not 0"),
+    (lambda t: t.replace("channel_GBps = 15.0", "channel_GBps = \"fast\""),
+     "my_gpu.toml: [transport] channel_GBps must be a number, not 'fast'"),
 ]
 
 
@@ -168,7 +178,7 @@ def test_model_round_trip():
     m = MODELS["llama-3-70b"]
     import tomllib
 
-    from system_model.descriptions import parse_model
+    from system_model.describe.files import parse_model
     back = parse_model(tomllib.loads(dump_model(m, WorkloadConfig(8192, 2048))), "x.toml")
     assert (back.model.hidden, back.model.ffn, back.model.qkv_width, back.model.fc1_width) == \
         (m.hidden, m.ffn, m.qkv_width, m.fc1_width)

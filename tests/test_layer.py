@@ -1,15 +1,18 @@
-"""End-to-end Transformer layer (system_model.layer): op inventory, hand-computed op times,
+"""End-to-end Transformer layer (system_model.studies.layer): op inventory, hand-computed op times,
 Amdahl bounds of the end-to-end speedup, argument checks and the tables."""
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 
-from system_model import build_config
-from system_model.layer import (
+from system_model.describe.models import MODELS, GemmShape, TransformerModel, sublayer_gemm
+from system_model.describe.presets import DESCRIPTIONS
+from system_model.schemes import evaluate
+from system_model.studies.layer import (
     LayerOp,
     LayerResult,
     gemm_alone_s,
@@ -21,9 +24,7 @@ from system_model.layer import (
     layer_timing,
     op_time_s,
 )
-from system_model.models import MODELS, GemmShape, TransformerModel, sublayer_gemm
-from system_model.schemes import SCHEMES, evaluate
-from system_model.study import PAPER_TP
+from system_model.studies.study import PAPER_TP, SCHEMES
 
 # Explicit HBM figures, so that the hand-computed times below do not follow preset edits.
 HBM_BYTES_PER_S = 1000e9 * 0.85
@@ -32,7 +33,8 @@ TINY = TransformerModel("tiny", 0.01, hidden=256, heads=4, layers=3)
 
 @pytest.fixture(scope="module")
 def cfg():
-    return build_config("t3-paper", hbm_GBps=1000, hbm_efficiency=0.85)
+    cfg = DESCRIPTIONS["t3-paper"].study_config()
+    return replace(cfg, system=cfg.system.with_changes(hbm_GBps=1000, hbm_efficiency=0.85))
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +127,15 @@ def test_single_wave_gemm_by_hand(cfg):
     assert op.shape == GemmShape(512, 128, 256)
     tile_s = 2 * 128 * 128 * 256 / (1.4e9 * 1024 * 0.8)              # 7.31 us
     traffic_s = (512 * 256 + 256 * 128 + 512 * 128) * 2 / HBM_BYTES_PER_S  # 0.54 us
-    # The wave's compute, plus at most one pipeline fill (a DRAM latency, where the GPU model
-    # has one) and its own traffic.
-    fill_s = getattr(cfg.system.gpu, "dram_latency_ns", 0.0) * 1e-9
+    # The wave's compute, plus at most one pipeline fill (a DRAM latency) and its own traffic.
+    fill_s = cfg.system.gpu.dram_latency_ns * 1e-9
     t = op_time_s(op, cfg)
     assert tile_s * (1 - 1e-12) <= t <= tile_s + fill_s + traffic_s
+    # Exactly: a wave lasts at least its compute and the first operands' latency (Tc + L), and
+    # its k-slices' latency over the prefetch depth (L x 256 / (32 x 1) = 3.2 us, less); the
+    # DRAM serves its 0.54 us of traffic within that.
+    assert cfg.system.gpu.dram_latency_ns * 1e-9 * 256 / 32 < tile_s + fill_s
+    assert t == pytest.approx(tile_s + fill_s)
 
 
 @pytest.mark.parametrize("name", ["mega-gpt-2", "palm"])
@@ -162,7 +168,7 @@ def test_study_covers_the_paper_points(study):
 def test_sublayer_times_come_from_evaluate(cfg, study):
     r = next(r for r in study if (r.model, r.tp, r.phase) == ("t-nlg", 16, "training"))
     for sub in ("OP", "FC-2", "FC-1", "IP"):
-        res = evaluate(cfg, sublayer_gemm(MODELS["t-nlg"], sub, 8192, 16), 16, timeline=False)
+        res = evaluate(cfg, sublayer_gemm(MODELS["t-nlg"], sub, 8192, 16), 16, schemes=SCHEMES)
         for scheme in SCHEMES:
             assert r.sublayer_times_s[scheme][sub] == res[scheme].time_s
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from system_model import build_config, run_study, study_points
-from system_model.layer import layer_ops
-from system_model.models import MODELS, PHASES, TransformerModel, sublayer_gemm
+from system_model.describe.models import MODELS, PHASES, TransformerModel, sublayer_gemm
+from system_model.describe.presets import DESCRIPTIONS
+from system_model.schemes import BOUNDS
+from system_model.studies.layer import layer_ops
+from system_model.studies.study import run_study, study_points
 
 # Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3:
 # (layers, model dimension, FFN dimension, heads, KV heads).
@@ -49,7 +51,8 @@ def test_llama_runs_at_tp_8_and_t3_sits_between_sequential_and_ideal():
     assert {p.tp for p in points} == {8}
     assert len(points) == 2 * (len(PHASES["training"]) + len(PHASES["prefill"]))
     assert all(p.model not in TABLE_3 for p in study_points())     # the paper's study is unchanged
-    for r in run_study(build_config("t3-paper"), points, timeline=False):
+    for r in run_study(DESCRIPTIONS["t3-paper"].study_config(), points, timeline=False):
+        assert BOUNDS[r.schemes["t3_mca"].bound] == "ideal_overlap"    # T3 runs the all-gather after its RS
         ideal, mca, seq = (r.schemes[s].time_s for s in ("ideal_overlap", "t3_mca", "sequential"))
         assert ideal <= mca * (1 + 1e-9) and mca < seq, r.point
 

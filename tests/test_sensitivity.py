@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
-from system_model import build_config, run_study
-from system_model.calibration import CALIBRATION, Calibrated, value_of, with_value
 from system_model.cli import main
-from system_model.sensitivity import (
+from system_model.describe.calibration import CALIBRATION, Calibrated, value_of, with_value
+from system_model.describe.presets import DESCRIPTIONS
+from system_model.studies.sensitivity import (
     FIGURES,
     format_sensitivity,
     headline_points,
@@ -21,11 +22,16 @@ from system_model.sensitivity import (
     run_sensitivity,
     sensitivity_markdown,
 )
-from system_model.study import HEADLINE_SETS
+from system_model.studies.study import HEADLINE_SETS, run_study
 
-# The model simulates DRAM queues wave by wave, so a full run (24 points x ~27 variants) takes
-# a while; the tests run a few points of each headline set (the CLI test patches the points in;
-# the subprocess tests fail on their options before any study runs).
+# Every variant re-runs the headline study on the timeline engine, so a full run (24 points x
+# ~25 variants) takes a while; the tests run a few points of each headline set (the CLI test
+# patches the points in; the subprocess tests fail on their options before any study runs).
+
+
+def build_config():
+    """The t3-paper preset's study configuration."""
+    return DESCRIPTIONS["t3-paper"].study_config()
 
 
 def few_points():
@@ -48,7 +54,7 @@ def _is_field(cfg, path: str) -> bool:
 
 @pytest.fixture(scope="module")
 def cfg():
-    return build_config("t3-paper")
+    return build_config()
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +131,8 @@ def test_bad_jobs(cfg):
 
 
 def test_worker_processes_give_the_same_figures(cfg, sensitivity):
-    table = tuple(c for c in CALIBRATION if c.path in ("kernel.compute_efficiency", "system.gpu.hbm_efficiency"))
+    table = tuple(c for c in CALIBRATION if c.path in ("kernels.compute_efficiency", "system.gpu.hbm_efficiency"))
+    assert len(table) == 2
     parallel = run_sensitivity(cfg, calibration=table, points=few_points(), jobs=2)
     serial = {r.path: r for r in sensitivity.rows}
     for row in parallel.rows:
@@ -137,7 +144,9 @@ def test_lower_compute_efficiency_never_makes_sequential_faster(cfg):
     base = run_study(cfg, points, timeline=False)
     previous = [r.schemes["sequential"].time_s for r in base]
     for factor in (0.9, 0.75, 0.5, 0.25):
-        slower = with_value(cfg, "kernel.compute_efficiency", cfg.kernel.compute_efficiency * factor)
+        # Every kernel of the library slower by the factor (the GEMM runs the fastest of them).
+        slower = replace(cfg, kernels=tuple(replace(k, compute_efficiency=k.compute_efficiency * factor)
+                                            for k in cfg.kernels))
         times = [r.schemes["sequential"].time_s for r in run_study(slower, points, timeline=False)]
         for p, before, after in zip(points, previous, times, strict=True):
             assert after >= before * (1 - 1e-12), (p, factor, before, after)
@@ -145,7 +154,7 @@ def test_lower_compute_efficiency_never_makes_sequential_faster(cfg):
 
 
 def test_cli_writes_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("system_model.sensitivity.headline_points", few_points)
+    monkeypatch.setattr("system_model.studies.sensitivity.headline_points", few_points)
     assert main(["sensitivity", "--step", "0.1", "--jobs", "1", "--out", str(tmp_path)]) == 0
     for ext in ("png", "svg"):      # the tornado chart
         assert (tmp_path / f"sensitivity_t3-paper_tornado.{ext}").stat().st_size > 5000
@@ -159,7 +168,7 @@ def test_cli_writes_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
     assert md.stat().st_size > 0 and js.stat().st_size > 0
     data = json.loads(js.read_text())
     assert data["step"] == 0.1 and set(data["base"]) == set(HEADLINE_SETS)
-    cfg = build_config("t3-paper")
+    cfg = build_config()
     assert [r["path"] for r in data["rows"]] == [c.path for c in CALIBRATION if _is_field(cfg, c.path)]
     for row in data["rows"]:
         for move in row["moves"]:
@@ -173,3 +182,12 @@ def test_cli_bad_step_is_one_line_and_exit_2(step, tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ") and "--step" in result.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_kernels_path_reads_the_first_kernel_and_moves_every_kernel():
+    cfg = DESCRIPTIONS["h100-sxm"].study_config()
+    assert len(cfg.kernels) > 1          # the library's kernels, large tile first
+    assert value_of(cfg, "kernels.k_tile") == cfg.kernels[0].k_tile == cfg.kernel.k_tile
+    moved = with_value(cfg, "kernels.k_tile", 16)
+    assert [k.k_tile for k in moved.kernels] == [16] * len(cfg.kernels)
+    assert [k.tile_n for k in moved.kernels] == [k.tile_n for k in cfg.kernels]

@@ -23,7 +23,9 @@ def test_markdown_table_has_both_simulators_and_their_ratios():
     row = "| `tracker_table` (random__full__always) | 1,000 | 2,000 | 1,000 | 1.0 | 5,000 | 1,500 | 9.0 | 2.50 | 1.50 |"
     assert row in text.splitlines()
     assert "| `make test` | 8.1 min (kept from an earlier `make bench`) |" in text
-    assert "| sweep, warm wave cache | 10,000 configurations/s |" in text
+    assert "| sweep, warm result cache | 10,000 configurations/s |" in text
+    assert "| full `make report` (with plots), warm result cache | 2.50 s |" in text
+    assert "wave cache" not in text
     assert "| sweep, cold | 60 configurations/s |" in text
     assert "| full `make report` (with plots), cold | 4.00 s |" in text
 

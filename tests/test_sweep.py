@@ -9,7 +9,7 @@ import json
 import pytest
 
 from system_model.cli import main
-from system_model.sweep import parse_axis
+from system_model.studies.sweep import parse_axis
 
 # dask.distributed's scheduler, run inside this process by the in-process CLI calls, leaves
 # listening sockets for the garbage collector when it closes; the warnings that raises at a
@@ -31,6 +31,9 @@ def test_axes_lists_ranges_and_types():
     assert parse_axis("tp=4,8,16").values == (4, 8, 16)
     assert parse_axis("cus=64:128:32").values == (64, 96, 128)
     assert parse_axis("compute_efficiency=0.6:0.8:0.1").values == (0.6, 0.7, 0.8)
+    # Transport fields are axes too (the library's channels and what each moves).
+    assert parse_axis("channels=8:32:8").values == (8, 16, 24, 32)
+    assert parse_axis("channel_GBps=6,12").values == (6.0, 12.0)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -42,6 +45,8 @@ def test_axes_lists_ranges_and_types():
     ("tp", "--axis must be NAME=VALUES"),
     ("model=gpt-5", "--axis model: model must be one of"),
     ("mc_reads_first=1", "--axis mc_reads_first: a true/false field is not swept"),
+    ("library=rccl", "--axis library: a text field is not swept"),
+    ("channels=0,8", "--axis channels=0: channels must be between 1 and 1024, not 0"),
     ("cus=inf", "--axis cus: expected a finite number, not 'inf'"),
     ("tp=0,8", "--axis tp: tp must be between 2 and 1024, not 0"),
     ("link_bw_GBps=1:1000000:1", "--axis link_bw_GBps: 1000000 values; at most 100000"),
@@ -172,8 +177,8 @@ def test_resume_drops_a_row_cut_short_and_blank_lines(one_process, tmp_path, cap
 
 
 def test_resume_refuses_the_same_name_with_other_values(tmp_path, capsys):
-    from system_model.descriptions import dump_hardware
-    from system_model.presets import DESCRIPTIONS
+    from system_model.describe.files import dump_hardware
+    from system_model.describe.presets import DESCRIPTIONS
     copy = tmp_path / "mine.toml"
     text = dump_hardware(DESCRIPTIONS["t3-paper"]).replace('name = "t3-paper"', 'name = "mine"')
     copy.write_text(text)
@@ -193,9 +198,22 @@ def test_a_kernel_field_is_an_axis(tmp_path):
     assert by["0.5"] != by["0.8"]           # a slower GEMM hides more of the collective
 
 
+def test_a_transport_field_is_an_axis(tmp_path):
+    # t3-paper: 16 channels of 6 GB/s (96 GB/s) feed a 75 GB/s ring direction; at 3 GB/s a
+    # channel the library's collective is channel-bound (48 GB/s), so sequential slows down.
+    assert main(["sweep", "--models", "t-nlg", "--tp", "8", "--phase", "prefill", "--axis",
+                 "channel_GBps=3,6", "--workers", "1", "--no-plots", "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path / "sweep_t3-paper.csv")
+    assert rows[0][1] == "channel_GBps"
+    t3 = rows[0].index("speedup_t3_mca")
+    by = {c: [float(r[t3]) for r in rows[1:] if r[1] == c] for c in ("3.0", "6.0")}
+    assert len(by["3.0"]) == len(by["6.0"]) == 2
+    assert all(slow > fast for slow, fast in zip(by["3.0"], by["6.0"], strict=True))   # more to hide
+
+
 def test_t3_blocks_false_in_a_file_makes_t3_na_in_peers(tmp_path, capsys):
-    from system_model.descriptions import dump_hardware
-    from system_model.presets import DESCRIPTIONS
+    from system_model.describe.files import dump_hardware
+    from system_model.describe.presets import DESCRIPTIONS
     path = tmp_path / "bare.toml"
     path.write_text(dump_hardware(DESCRIPTIONS["mi300x"]).replace('name = "mi300x"', 'name = "bare"')
                     .replace("t3_blocks = true", "t3_blocks = false"))

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import subprocess
 import sys
 from contextlib import contextmanager
-from types import SimpleNamespace
 
 import pytest
 
-from system_model import build_config, run_study, study_points
 from system_model.cli import main
-from system_model.plots import plot_speedups, plot_timeline, plot_traffic
-from system_model.report import (
+from system_model.describe.presets import DESCRIPTIONS
+from system_model.schemes import PAPER_SCHEMES
+from system_model.studies.plots import plot_speedups, plot_timeline, plot_traffic
+from system_model.studies.report import (
     TRAFFIC_COMPONENTS,
     format_table,
     slowdown_schemes,
@@ -23,8 +25,7 @@ from system_model.report import (
     traffic_breakdown,
     write_outputs,
 )
-from system_model.schemes import SCHEMES
-from system_model.study import summarise
+from system_model.studies.study import run_study, study_points, summarise
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -92,13 +93,13 @@ def test_report_writes_table_and_files(tmp_path, capsys):
         assert_png(tmp_path / name)
         assert (tmp_path / name).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
     data = json.loads((tmp_path / "report_t3-paper.json").read_text())
-    assert {r["scheme"] for r in data["rows"]} == set(SCHEMES)
+    assert {r["scheme"] for r in data["rows"]} == set(PAPER_SCHEMES)
     assert data["config"]["block_timing"]["source"]
     # The traffic breakdown per scheme: per row, and per set and scheme.
     assert all({"gemm_reads_MB", "gemm_writes_MB", "rs_reads_MB", "rs_writes_MB", "ag_MB"} <= set(r)
                for r in data["rows"])
     headline = data["traffic"]["headline"]
-    assert set(headline) == set(SCHEMES)
+    assert set(headline) == set(PAPER_SCHEMES)
     for scheme, row in headline.items():
         assert set(TRAFFIC_COMPONENTS) <= set(row["mean_bytes"])
         assert row["total_bytes"] == pytest.approx(sum(row["mean_bytes"].values()))
@@ -109,6 +110,29 @@ def test_report_writes_table_and_files(tmp_path, capsys):
     assert "## DRAM traffic per scheme" in md and "| scheme | GEMM reads (MB) |" in md
     assert "## Overlap: slowdowns and net speedup" in md and "cu_sharing GEMM slowdown" in md
     assert "Overlap: GEMM and collective slowdowns" in out
+
+
+def test_the_result_cache_is_reported_and_changes_nothing(tmp_path):
+    """The CLI's last stderr line: the evaluated sublayers it loaded from and stored in the
+    result cache (T3_MODEL_CACHE names its file; empty turns it off)."""
+    args = [sys.executable, "-m", "system_model", "report", "--models", "t-nlg", "--tp", "8", "--phase", "prefill",
+            "--no-plots"]
+    cache = tmp_path / "results.pkl"
+    env = {**os.environ, "T3_MODEL_CACHE": str(cache)}
+    runs = []
+    for out in ("cold", "warm"):
+        result = subprocess.run([*args, "--out", str(tmp_path / out)], capture_output=True, text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        found = re.search(r"^evaluated sublayers: (\d+) loaded from and (\d+) stored in (.+)$", result.stderr, re.M)
+        assert found and found.group(3) == str(cache), result.stderr
+        runs.append((int(found.group(1)), int(found.group(2))))
+    (cold_loaded, stored), (warm_loaded, warm_stored) = runs
+    assert cold_loaded == 0 and stored > 0 and warm_loaded == stored == warm_stored
+    for name in ("report_t3-paper.csv", "report_t3-paper.md"):
+        assert (tmp_path / "cold" / name).read_text() == (tmp_path / "warm" / name).read_text(), name
+    off = subprocess.run([*args, "--out", str(tmp_path / "off")], capture_output=True, text=True,
+                         env={**os.environ, "T3_MODEL_CACHE": ""})
+    assert off.returncode == 0 and "evaluated sublayers: no cache file" in off.stderr
 
 
 def test_report_without_plots_writes_no_png(tmp_path):
@@ -127,31 +151,36 @@ def test_sweep_writes_csv_with_progress(tmp_path, capsys):
     assert {r["link_bw_GBps"] for r in rows} == {"75.0", "150.0"}
 
 
-# -- the report's pieces on synthetic results: slowdowns and DRAM traces that the model may
-# -- not report yet ---------------------------------------------------------------------------
+# -- the report's pieces on synthetic results: slowdowns and DRAM use over time that the model
+# -- may not report at every point ------------------------------------------------------------
+
+
+def _paper_config():
+    return DESCRIPTIONS["t3-paper"].study_config()
 
 
 @pytest.fixture(scope="module")
 def results():
-    return run_study(build_config(), study_points(["t-nlg"], [8, 16]))
+    return run_study(_paper_config(), study_points(["t-nlg"], [8, 16]))
 
 
-def _trace(n: int = 64, queue: float = 20.0):
-    return SimpleNamespace(t_s=[i * 1e-8 for i in range(n)], queue_occupancy=[queue + i % 7 for i in range(n)],
-                           GBps={"gemm_reads": [300.0] * n, "gemm_writes": [100.0] * n,
-                                 "dma_reads": [float(75 * (i % 2)) for i in range(n)], "updates": [75.0] * n})
+def _intervals(n: int = 64, comm: float = 0.3):
+    """The timeline engine's record (``Engine.intervals``): (start, end, {flow: rate}, {resource:
+    use / capacity}, {lane: DRAM use / capacity}), here made up."""
+    return [(i * 1e-8, (i + 1) * 1e-8, {}, {"dram": 0.6 + comm * (i % 2), "link": 0.8, "reducers": 0.4},
+             {"GEMM": 0.6, "link": comm * (i % 2)}) for i in range(n)]
 
 
 @contextmanager
 def patched(results, scheme_attributes):
-    """Give every point's schemes the attributes ``{scheme: {name: value}}`` (fields the model
-    may not have yet), and the other schemes' ``slowdowns`` none; restore them after."""
-    saved = [(res, name, getattr(res, name, None)) for r in results for res in r.schemes.values()
-             for name in ("slowdowns", "trace")]
+    """Give every point's schemes the attributes ``{scheme: {name: value}}`` (values the model
+    may not report), and the other schemes' ``slowdowns`` none; restore them after."""
+    saved = [(res, name, getattr(res, name)) for r in results for res in r.schemes.values()
+             for name in ("slowdowns", "intervals")]
     try:
         for r in results:
             for scheme, res in r.schemes.items():
-                object.__setattr__(res, "slowdowns", {})  # the fields may not exist yet
+                object.__setattr__(res, "slowdowns", {})
                 for name, value in scheme_attributes.get(scheme, {}).items():
                     object.__setattr__(res, name, value)
         yield results
@@ -191,11 +220,14 @@ def test_plots_are_png(results, tmp_path):
     assert_png(plot_timeline(results, tmp_path / "timeline.png"))
 
 
-def test_timeline_plots_the_dram_trace(results, tmp_path):
-    cfg = build_config()
-    with patched(results, {"t3": {"trace": _trace(queue=40)}, "t3_mca": {"trace": _trace(queue=10)}}):
-        assert_png(plot_timeline(results, tmp_path / "trace.png", cfg=cfg))
+def test_timeline_plots_the_dram_use(results, tmp_path):
+    cfg = _paper_config()
+    # The study keeps the engine's record of every scheme (run_study's timeline=True).
+    assert all(r.schemes[s].intervals for r in results for s in ("t3", "t3_mca"))
+    assert_png(plot_timeline(results, tmp_path / "recorded.png", cfg=cfg))
+    with patched(results, {"t3": {"intervals": _intervals(comm=0.4)}, "t3_mca": {"intervals": _intervals(comm=0.1)}}):
+        assert_png(plot_timeline(results, tmp_path / "intervals.png", cfg=cfg))
         assert len(write_outputs(results, cfg, tmp_path / "report")) == 6
         assert_png(tmp_path / "report" / "timeline_fc2_t3-paper.png")
-    with patched(results, {"t3": {"trace": None}, "t3_mca": {"trace": None}}):
-        assert_png(plot_timeline(results, tmp_path / "gantt.png", cfg=cfg))  # no trace: the Gantt chart
+    with patched(results, {"t3": {"intervals": []}, "t3_mca": {"intervals": []}}):
+        assert_png(plot_timeline(results, tmp_path / "gantt.png", cfg=cfg))  # no record: the Gantt chart

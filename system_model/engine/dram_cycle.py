@@ -136,6 +136,15 @@ class WaveLoad:
     reads_first : bool
         The GEMM's reads go before its pending stores (``GpuConfig.mc_reads_first``); else
         they alternate.
+    forwarded_share : float
+        Share of ``update_rate`` that is a ring's forwarded data: the previous GPU's DMA
+        reads, which its channel serves as this one serves its own (the ring is symmetric).
+        Those updates arrive one per DMA read served here, ``hop_cycles`` later, instead of
+        at a steady rate: when the arbiter holds communication back, the ring's next
+        updates are held back with it, and the arbiter finds no communication waiting.
+    hop_cycles : int
+        Cycles from a DMA read's service to its update's arrival at the next GPU (the
+        read's latency, the link's latency and one beat on the link).
     """
 
     reads: float
@@ -153,6 +162,8 @@ class WaveLoad:
     nmc_units: int = 2
     k_steps: int = 0
     reads_first: bool = True
+    forwarded_share: float = 0.0
+    hop_cycles: int = 0
 
     @property
     def store_units(self) -> int:
@@ -192,7 +203,8 @@ class WaveLoad:
                         compute, max(1, round(float(f"{self.outstanding:.2g}"))),
                         steps(self.update_rate, rate_step), self.update_units, steps(self.dma_rate, rate_step),
                         self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries, self.nmc_units,
-                        min(self.k_steps, compute), self.reads_first)
+                        min(self.k_steps, compute), self.reads_first, round(self.forwarded_share, 3),
+                        self.hop_cycles)
 
 
 @dataclass(frozen=True)
@@ -233,6 +245,8 @@ class WaveResult:
     mean_read_latency_cycles: float
     trace: tuple
     scale: float
+    #: Mean cycles a communication request waited at the arbiter before its grant.
+    mean_comm_wait_cycles: float = 0.0
 
 
 def simulate_wave(load: WaveLoad, policy: str, *, threshold: int, starvation_limit: int) -> WaveResult:
@@ -265,7 +279,7 @@ def _simulate_wave(load: WaveLoad, policy: str, threshold: int, starvation_limit
     cycles = fill + (sim.cycles - fill) / scale
     return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle, starved=sim.starved,
                       bank_utilisation=sim.bank_utilisation, mean_read_latency_cycles=sim.mean_read_latency_cycles,
-                      trace=sim.trace, scale=scale)
+                      trace=sim.trace, scale=scale, mean_comm_wait_cycles=sim.mean_comm_wait_cycles)
 
 
 #: Results of whole waves as asked for (in-process memo).
@@ -336,6 +350,8 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     returns: deque = deque()        # cycles at which GEMM reads' data arrive, in order
     credit = 0.0
     comm_pending: deque = deque()   # kinds 2 / 3 waiting at the arbiter
+    comm_arrived: deque = deque()   # ... and the cycles they arrived in
+    comm_wait_sum = comm_wait_n = 0
     update_acc = dma_acc = 0.0
     stores_pending = 0
     trace, window = [], [0, 0, 0, 0, 0]
@@ -356,6 +372,20 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     t = 0
     # Loop invariants as locals: the loop below runs once per simulated cycle.
     update_rate, dma_rate, dma_burst = load.update_rate, load.dma_rate, load.dma_burst
+    # Forwarded updates follow the DMA reads served (see WaveLoad.forwarded_share).
+    forwarded = min(load.forwarded_share * update_rate, dma_rate) if dma_rate else 0.0
+    per_dma = forwarded / dma_rate if dma_rate else 0.0
+    update_rate -= forwarded
+    hop = load.hop_cycles
+    in_flight: deque = deque()       # cycles at which forwarded updates arrive
+    forward_acc = 0.0
+    forwarded_arrivals = 0
+    # The ring was running before this wave: the first hop's arrivals are already on the way.
+    for c in range(hop):
+        forward_acc += forwarded
+        while forward_acc >= 1.0 - 1e-9:
+            forward_acc -= 1.0
+            in_flight.append(c)
     dma_per_cycle = dma_rate / dma_burst if dma_rate else 0.0
     spread_stores = not load.stores_nmc and stores
     store_per_cycle = stores / compute if spread_stores else 0.0
@@ -387,14 +417,25 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                     update_acc -= 1.0
                     if len(comm_pending) < comm_buffer:
                         comm_pending.append(3)
+                        comm_arrived.append(t)
                     elif measured:
                         refused += 1
+            while in_flight and in_flight[0] <= t:
+                in_flight.popleft()
+                if measured:
+                    forwarded_arrivals += 1
+                if len(comm_pending) < comm_buffer:
+                    comm_pending.append(3)
+                    comm_arrived.append(t)
+                elif measured:
+                    refused += 1
             if dma_rate:
                 dma_acc += dma_per_cycle
                 while dma_acc >= 1.0:
                     dma_acc -= 1.0
                     if len(comm_pending) + dma_burst <= comm_buffer:
                         comm_pending.extend([2] * dma_burst)
+                        comm_arrived.extend([t] * dma_burst)
                     elif measured:
                         refused += dma_burst
             if spread_stores:
@@ -434,6 +475,10 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                     last_was_read = False
             elif ready and winner == COMM:
                 kind = comm_pending.popleft()
+                arrived_at = comm_arrived.popleft()
+                if measured:
+                    comm_wait_sum += t - arrived_at
+                    comm_wait_n += 1
                 queue.append((kind, update_units if kind == 3 else 1, t))
             # The banks serve the queue in order.
             credit += mu
@@ -442,6 +487,11 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                 credit -= units
                 if kind == 1:
                     stores_served += 1
+                elif kind == 2 and per_dma:
+                    forward_acc += per_dma
+                    while forward_acc >= 1.0 - 1e-9:
+                        forward_acc -= 1.0
+                        in_flight.append(t + hop)
                 elif kind == 0:
                     returns.append(t + latency)
                     if measured:
@@ -476,13 +526,15 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     # The sustained communication rate: what was offered, less what the buffers refused and
     # what piled up (counting served requests instead would count a burst's boundaries).
     backlog = len(comm_pending) + sum(1 for entry in queue if entry[0] >= 2) - backlog_at_start
-    offered = load.update_rate + load.dma_rate
+    # (Forwarded updates are offered as they arrive.)
+    offered = update_rate + dma_rate + forwarded_arrivals / measured_cycles
     sustained = max(0.0, offered - (refused + max(backlog, 0)) / measured_cycles) if offered else 0.0
     return WaveResult(cycles=(measured_cycles + extra) / (WAVES - 1), comm_served_per_cycle=sustained,
                       starved=starved,
                       bank_utilisation=min(1.0, gemm_units / (mu * measured_cycles)),
                       mean_read_latency_cycles=latency_sum / latency_n if latency_n else float(latency),
-                      trace=tuple(trace), scale=1.0)
+                      trace=tuple(trace), scale=1.0,
+                      mean_comm_wait_cycles=comm_wait_sum / comm_wait_n if comm_wait_n else 0.0)
 
 
 class CycleDram:
@@ -507,25 +559,37 @@ class CycleDram:
         self.channel, self.policy = dict(channel), policy
         self.threshold, self.starvation_limit = threshold, starvation_limit
 
-    def load(self, gemm: dict, update_rate: float, dma_rate: float, dma_burst: int) -> WaveLoad:
+    def load(self, gemm: dict, update_rate: float, dma_rate: float, dma_burst: int,
+             forwarded_share: float = 0.0) -> WaveLoad:
         c = self.channel
         return WaveLoad(reads=gemm["reads"], stores=gemm["stores"], stores_nmc=gemm["stores_nmc"],
                         compute_cycles=gemm["compute_cycles"], outstanding=gemm["outstanding"],
                         update_rate=update_rate, update_units=c["nmc_units"], dma_rate=dma_rate,
                         dma_burst=max(1, dma_burst), service_rate=c["service_rate"],
                         latency_cycles=c["latency_cycles"], queue_entries=c["queue_entries"],
-                        nmc_units=c["nmc_units"], k_steps=gemm["k_steps"], reads_first=c["reads_first"])
+                        nmc_units=c["nmc_units"], k_steps=gemm["k_steps"], reads_first=c["reads_first"],
+                        forwarded_share=forwarded_share, hop_cycles=c.get("hop_cycles", 0))
 
-    def serve(self, gemm: dict, update_Bps: float, dma_Bps: float, burst_bytes: float) -> tuple[float, float]:
+    #: The mean wait of a communication request at the arbiter in the last wave served with
+    #: communication beside the GEMM (seconds): an arrival is added in memory that much
+    #: after it lands, which a tile whose count waits for it pays (T3's ring steps).
+    comm_wait_s: float = 0.0
+
+    def serve(self, gemm: dict, update_Bps: float, dma_Bps: float, burst_bytes: float,
+              forwarded_Bps: float = 0.0) -> tuple[float, float]:
         """(the wave's seconds, communication requests served per second) with updates and
-        DMA reads offered at these rates."""
+        DMA reads offered at these rates; ``forwarded_Bps`` of the updates are a ring's
+        forwarded data (:attr:`WaveLoad.forwarded_share`)."""
         c = self.channel
         per_cycle = c["request_bytes"] * c["hz"]
+        share = min(1.0, forwarded_Bps / update_Bps) if update_Bps > 0 else 0.0
         load = self.load(gemm, update_Bps / per_cycle, dma_Bps / per_cycle,
-                         round(burst_bytes / c["request_bytes"]))
+                         round(burst_bytes / c["request_bytes"]), share)
         threshold = self.threshold
         if threshold is None:
             alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)
             threshold = dynamic_threshold(c["queue_entries"], alone.bank_utilisation)
         result = simulate_wave(load, self.policy, threshold=threshold, starvation_limit=self.starvation_limit)
+        if update_Bps + dma_Bps > 0:
+            self.comm_wait_s = result.mean_comm_wait_cycles / c["hz"]
         return result.cycles / c["hz"], result.comm_served_per_cycle * c["hz"]

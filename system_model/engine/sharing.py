@@ -104,7 +104,7 @@ def _fill(flows, x: list, residual: list, capacity: list, extra: int = -1) -> No
                 attached = x[i] >= f.ratio * x[f.coupled] * (1 - EPS) - EPS
                 rise[i] = min(f.weight, f.ratio * lead) if attached else f.weight
         growth = [0.0] * n_res
-        for i, f, terms in active:
+        for i, _, terms in active:
             g = rise[i]
             for r, a in terms:
                 growth[r] += a * g

@@ -324,15 +324,17 @@ class Engine:
         offered = allocate(runnable, caps, self.policy, self._dram)
         for f, c in coupled:
             f.coupled = c
-        update = dma = burst = 0.0
+        update = dma = burst = forwarded = 0.0
         comm = []
         for f, x in zip(runnable, offered, strict=True):
             if f is not gemm and f.cycle is not None and f.dram > 0 and x > 0:
                 update += x * f.cycle["update_bytes"]
                 dma += x * f.cycle["dma_bytes"]
+                # A ring step's updates here are the previous GPU's DMA reads of the same step.
+                forwarded += x * min(f.cycle["update_bytes"], f.cycle["dma_bytes"])
                 burst = max(burst, f.cycle["burst_bytes"])
                 comm.append((f, x))
-        wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst)
+        wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst, forwarded)
         offered_rps = (update + dma) / self.dram_model.channel["request_bytes"]
         scale = min(1.0, served_rps / offered_rps) if offered_rps > 0 else 1.0
         gemm.cap = min(gemm.static_cap, 1.0 / wave_s)
@@ -356,7 +358,7 @@ class Engine:
             f.coupled = -1
         for f in self.active:
             if f.leader is None:
-                if f.done < min(f.work, f.released) - f._tol():
+                if f.done < f.available - f._tol():
                     leaders[id(f)] = len(out)
                     out.append(f)
         for f in self.active:
@@ -377,7 +379,7 @@ class Engine:
         for f in runnable:
             if f.rate <= 0:
                 continue
-            target = min(f.work, f.released)
+            target = min(f.work, f.released) if f.leader is not None else f.available
             if f.marks:
                 target = min(target, f.marks[0][0])
             dt = min(dt, max(0.0, (target - f.done) / f.rate))
@@ -404,9 +406,7 @@ class Engine:
         # Leaders first: a follower's limit grows with its leader's progress.
         for f in sorted(runnable, key=lambda g: g.leader is not None):
             if f.rate > 0:
-                step = min(f.rate * dt, f.available - f.done) if f.leader is not None else \
-                    min(f.rate * dt, min(f.work, f.released) - f.done)
-                step = max(step, 0.0)
+                step = max(min(f.rate * dt, f.available - f.done), 0.0)
                 f.done += step
                 for r, a in f.terms:
                     used[r] += a * step

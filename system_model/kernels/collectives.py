@@ -31,6 +31,7 @@ library's (CU sharing, FlashOverlap), the rate falls to ``channels x channel_GBp
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -42,6 +43,8 @@ from .library_tables import NCCL, PROTOCOLS, RCCL, TREE_CORRECTION_NCCL
 __all__ = ["OPS", "ALGORITHMS", "Plan", "plan", "ring_bus_Bps", "crossings", "hardware_rs_crossings"]
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather")
+#: CTAs NCCL's NVLS kernel runs on one node (``NVLS_NCHANNELS_SM90``, src/transport/nvls.cc).
+NVLS_CTAS = 16
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree")
 
 
@@ -148,6 +151,7 @@ def _log2i(x: float) -> int:
     return int(x).bit_length() - 1 if x >= 1 else -1
 
 
+@functools.lru_cache(maxsize=65536)
 def _candidates(op: str, S: float, n: int, fabric: FabricConfig, t: TransportConfig, channels: int | None):
     """(algorithm, protocol, latency us, algorithm bandwidth GB/s) of every enabled choice."""
     nodes = _nodes(fabric, n)
@@ -183,7 +187,8 @@ def _candidates(op: str, S: float, n: int, fabric: FabricConfig, t: TransportCon
                     b = min(b * f, graph_channels * lib["tree_ll128_per_channel"][gen][idx])
                 if nodes > 1:
                     b *= lib["tree_pattern_factor"]
-                lat = base["tree"][p] + 2 * ((ppn - 1) * intra["tree"][p] + max(0, _log2i(nodes)) * lib["net"]["tree"][p])
+                lat = base["tree"][p] + 2 * ((ppn - 1) * intra["tree"][p]
+                                             + max(0, _log2i(nodes)) * lib["net"]["tree"][p])
                 alg = b * 0.5
                 size_index = _log2i(S / 64)
                 if 0 <= size_index < len(TREE_CORRECTION_NCCL[proto]):
@@ -191,6 +196,9 @@ def _candidates(op: str, S: float, n: int, fabric: FabricConfig, t: TransportCon
                 out.append(("tree", proto, lat, alg))
             if t.nvls_efficiency > 0 and fabric.switch_reduction:
                 nvls = _nvls_bus_GBps(fabric, t, ppn)
+                if channels is not None and channels < NVLS_CTAS:
+                    # NVLS runs on NCCL's NVLS CTAs: fewer SMs, a proportional share of its rate.
+                    nvls *= channels / NVLS_CTAS
                 if nodes == 1:
                     out.append(("nvls", "simple", lib["nvls_latency"], nvls * n / nsteps))
                 else:
@@ -235,10 +243,34 @@ def _traffic(op: str, algorithm: str, S: float, n: int) -> tuple[float, float, f
     return S * _bus_factor(op, n), reads * chunk, writes * chunk
 
 
+def _time_us(a, p, lat, alg, bytes_, op, n, fabric, transport, channels) -> float:
+    """A choice's time; a tree's size correction can fall with the bytes, and a buffer can
+    always be sent as a larger one, so a tree takes the least time of its size and of every
+    larger size where its correction changes (powers of two of 64 bytes)."""
+    t = lat + bytes_ / (1000 * alg)
+    if a != "tree":
+        return t
+    size = 64
+    while size < bytes_:
+        size *= 2
+    while size <= 64 << 24:
+        for a2, p2, lat2, alg2 in _candidates(op, size, n, fabric, transport, channels):
+            if a2 == a and p2 == p and alg2 > 0:
+                t = min(t, lat2 + size / (1000 * alg2))
+        size *= 2
+    return t
+
+
 def plan(op: str, bytes_: float, n: int, fabric: FabricConfig, transport: TransportConfig, *,
          channels: int | None = None, algorithm: str | None = None) -> Plan:
     """The library's choice for ``op`` on a ``bytes_`` buffer over ``n`` GPUs (``algorithm``
     forces one, as ``NCCL_ALGO`` does); ``channels`` limits its CTAs."""
+    return _plan(op, float(bytes_), n, fabric, transport, channels, algorithm)
+
+
+@functools.lru_cache(maxsize=65536)
+def _plan(op: str, bytes_: float, n: int, fabric: FabricConfig, transport: TransportConfig,
+          channels: int | None, algorithm: str | None) -> Plan:
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}, not {op!r}")
     check_int_range("n", n, 2, 1 << 16)
@@ -251,9 +283,10 @@ def plan(op: str, bytes_: float, n: int, fabric: FabricConfig, transport: Transp
         options = [o for o in options if o[0] == algorithm]
         if not options:
             raise ValueError(f"algorithm {algorithm!r} cannot run {op} on {n} GPUs here")
-    times = [(lat + bytes_ / (1000 * alg), (a, p, lat, alg)) for a, p, lat, alg in options if alg > 0]
+    times = [(_time_us(a, p, lat, alg, bytes_, op, n, fabric, transport, channels), (a, p, lat, alg))
+             for a, p, lat, alg in options if alg > 0]
     _, (a, p, lat, alg) = min(times, key=lambda x: x[0])
-    time_us = lat + bytes_ / (1000 * alg)
+    time_us = _time_us(a, p, lat, alg, bytes_, op, n, fabric, transport, channels)
     egress, reads, writes = _traffic(op, a, bytes_, n)
     bus = bytes_ * _bus_factor(op, n) / ((time_us - lat) * 1e-6)
     k = transport.channels if channels is None else channels

@@ -158,16 +158,24 @@ def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_ro
     """
     if sum(stage_rows) != tiles_m:
         raise ValueError(f"stage rows must add up to the {tiles_m} tile rows, not {sum(stage_rows)}")
-    parts, row = [], 0
-    cols = np.arange(tiles_n)
+    # The groups: (first row, height), stage by stage.
+    starts, heights = [], []
+    row = 0
     for rows in stage_rows:
         for group in range(row, row + rows, group_rows):
-            height = min(group_rows, row + rows - group)
-            r = np.tile(np.arange(group, group + height), tiles_n)
-            c = np.repeat(cols, height)
-            parts.append(np.stack([r, c], axis=1))
+            starts.append(group)
+            heights.append(min(group_rows, row + rows - group))
         row += rows
-    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=int)
+    if not starts:
+        return np.zeros((0, 2), dtype=np.int64)
+    starts, heights = np.array(starts), np.array(heights)
+    sizes = heights * tiles_n
+    first = np.repeat(np.cumsum(sizes) - sizes, sizes)           # each tile's group's first index
+    i = np.arange(int(sizes.sum())) - first                      # index inside its group
+    h = np.repeat(heights, sizes)
+    r = np.repeat(starts, sizes) + i % h
+    c = i // h
+    return np.stack([r, c], axis=1)
 
 
 def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
@@ -198,7 +206,9 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     def uses(index: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """Per wave: how many distinct panels it touches, and the (wave, panel) uses sorted
         by panel then wave."""
-        key = np.unique(wave_of * size + index)
+        present = np.zeros(waves * size, dtype=bool)
+        present[wave_of * size + index] = True
+        key = np.flatnonzero(present)                            # the distinct uses, sorted
         w, p = key // size, key % size
         per_wave = np.bincount(w, minlength=waves)
         by_panel = np.lexsort((w, p))

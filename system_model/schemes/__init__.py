@@ -19,7 +19,7 @@ __all__ = ["SCHEMES", "PAPER_SCHEMES", "PEER_SCHEMES", "BOUNDS", "SCHEME_LABELS"
 
 _RUN = {
     "sequential": paper.sequential, "t3": paper.t3, "t3_mca": paper.t3_mca, "cu_sharing": paper.cu_sharing,
-    "t3_ring": lambda sub, record=False: t3.t3_ring(sub, policy="mca", record=record, name="t3_ring"),
+    "t3_ring": lambda sub, record=False: paper.t3_mca(sub, record=record, name="t3_ring"),
     "t3_direct": t3.t3_direct, "flux": peers.flux, "async_tp": peers.async_tp, "flashoverlap": peers.flashoverlap,
     "dma_collective": peers.dma_collective, "dma_nmc": peers.dma_nmc, "nvls": peers.nvls,
 }
@@ -29,7 +29,7 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
 #: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
 #: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
 #: and keeps its fastest, as a fused kernel is tuned per shape.
-_LIBRARY_KERNEL = {"sequential", "nvls", "async_tp", "ideal_overlap", "ideal_all_reduce", "ideal_rs_nmc"}
+_LIBRARY_KERNEL = {"sequential", "nvls", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 
@@ -80,8 +80,9 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEM
             raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, not {name!r}")
     sub = others = None
     out = {}
+    base = None if record else cache.key(cfg, shape, tp, collective, "")
     for name in schemes:
-        k = None if record else cache.key(cfg, shape, tp, collective, name)
+        k = None if base is None else (*base[:-1], name)
         if k is not None and (hit := cache.lookup(k)) is not None:
             out[name] = hit
             continue

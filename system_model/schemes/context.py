@@ -148,6 +148,10 @@ class Sublayer:
                        "queue_entries": g.dram_queue_entries, "nmc_units": g.nmc_update_units,
                        "reads_first": g.mc_reads_first, "request_bytes": g.dram_request_bytes * g.hbm_channels,
                        "hz": g.mc_clock_GHz * 1e9}
+            # A forwarded beat: its read's latency, the hop, and the beat on the link.
+            beat_s = g.dram_request_bytes * g.hbm_channels / self.link_Bps
+            channel["hop_cycles"] = channel["latency_cycles"] + max(0, round((self.latency_s + beat_s)
+                                                                              * channel["hz"]))
             dram = CycleDram(channel=channel, policy="mca" if policy == "mca" else "round_robin",
                              threshold=self.cfg.arbiter.threshold,
                              starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
@@ -191,15 +195,28 @@ class Sublayer:
         return gemm_alone_s(gemm_timing(self.shape, self.gpu, self.library_kernel, stages=1), self.gpu)
 
     @functools.cached_property
+    def gemm_alone_kernel_s(self) -> float:
+        """The GEMM alone as :attr:`gemm_alone_s`, with this sublayer's kernel."""
+        return gemm_alone_s(gemm_timing(self.shape, self.gpu, self.kernel, stages=1), self.gpu)
+
+    @functools.cached_property
     def gemm_lower_bound_s(self) -> float:
-        """No scheme's GEMM can be faster: on all CUs, with the fewest operand reads any tile
-        order or store policy gives and no stores at all, for any of the library's kernels."""
+        """No scheme's GEMM can be faster, however it is split or staged and on however many
+        CUs: at least ``ceil(tiles / cus)`` waves at a wave's own pace (its matrix work and
+        latency, :func:`wave_cap_per_s`), and every operand read once from DRAM at the DRAM's
+        achievable rate, with no stores at all; for the best of the library's kernels.
+
+        A tail wave is not charged its DRAM time here: a schedule that splits the GEMM
+        (async-TP's per-rank matmuls) or runs it on fewer CUs (CU sharing) can fill it, so
+        the GEMM alone (:attr:`gemm_alone_s`) is not a bound for every scheme."""
+        e_in = self.shape.k * (self.shape.m + self.shape.n)
+        latency = self.dram_latency_s
         best = math.inf
         for kernel in self.cfg.kernels:
-            for stages in {1, self.tp}:
-                for cached in (True, False):
-                    g = gemm_timing(self.shape, self.gpu, kernel, stages=stages, stores_cached=cached)
-                    best = min(best, gemm_alone_s(g, self.gpu, local_store_fraction=0.0))
+            g = gemm_timing(self.shape, self.gpu, kernel, stages=1)
+            waves = math.ceil(g.tiles / self.gpu.cus)
+            compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s
+            best = min(best, max(waves / wave_cap_per_s(g, 0, latency), compulsory))
         return best
 
     # -- collectives --------------------------------------------------------------------

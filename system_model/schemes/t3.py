@@ -23,6 +23,8 @@ all-gather that completes the all-reduce then runs alone (the library's ring).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
@@ -72,9 +74,9 @@ class _Production:
                     self.first_wave[st] = w
 
     def produced(self, s: int) -> float:
-        if self.discrete:
+        if self.discrete or self.run is None:
             return self.base[s]
-        return self.base[s] + (self.ratio[s] * self.run.done if self.run is not None and not self.run.finished else 0)
+        return self.base[s] + self.ratio[s] * (self.run.work if self.run.finished else self.run.done)
 
     def wave_done(self, engine: Engine, w: int) -> None:
         """Discrete production: wave ``w``'s tiles exist now."""
@@ -112,8 +114,19 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
     name = name or ("t3_mca" if policy == "mca" else "t3")
     if not sub.cfg.t3_blocks:
         return na(name, "no tracker or near-memory reducer on this GPU")
+    if gemm is None:
+        # The same sublayer, policy and recording give the same run (T3, T3-MCA and the
+        # peers' T3 ring share it).
+        memo = sub.__dict__.setdefault("_t3_runs", {})
+        key = (policy, record)
+        if key not in memo:
+            memo[key] = _t3_ring(sub, policy=policy, record=record, gemm=sub.gemm(stages=sub.tp, stores_cached=False))
+        return replace(memo[key], scheme=name)
+    return _t3_ring(sub, policy=policy, record=record, gemm=gemm, name=name)
+
+
+def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3") -> SchemeResult:
     tp = sub.tp
-    gemm = sub.gemm(stages=tp, stores_cached=False) if gemm is None else gemm
     stage_bytes = gemm.stage_bytes
     tr = sub.transport
     u = sub.gpu.nmc_update_units
@@ -161,13 +174,18 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
 
     produced_at: list[float | None] = [None] * tp      # when the GEMM finished a stage's tiles
 
+    def arrival_s() -> float:
+        """A hop, and on a cycle-level DRAM the arrival's wait at the arbiter before it is
+        added in memory (the tracker counts it then)."""
+        return hop + (engine.dram_model.comm_wait_s if engine.dram_model is not None else 0.0)
+
     def last_tile_free(s: int) -> float | None:
         """A step's last tile leaves once both its copies are complete: the previous GPU's
         (a hop after that GPU's previous step ends, the same time by symmetry) and this
         GPU's own (the stage's last wave), and its trigger has fired."""
         if ends[s - 1] is None or produced_at[s] is None:
             return None
-        return max(ends[s - 1] + hop, produced_at[s]) + trigger_s
+        return max(ends[s - 1] + arrival_s(), produced_at[s]) + trigger_s
 
     def schedule_release(s: int) -> None:
         t = last_tile_free(s)
@@ -323,7 +341,7 @@ def ideal_rs_nmc(sub: Sublayer) -> SchemeResult:
     rs = hardware_rs_s(sub)
     g = sub.gemm()
     reads, writes = hardware_rs_crossings(sub.tp)
-    return SchemeResult("ideal_rs_nmc", sub.gemm_alone_s + rs + sub.after_rs_s, sub.gemm_alone_s,
+    return SchemeResult("ideal_rs_nmc", sub.gemm_alone_kernel_s + rs + sub.after_rs_s, sub.gemm_alone_kernel_s,
                         traffic(g.dram_read_bytes, g.output_bytes, (reads * sub.chunk, writes * sub.chunk),
                                 sub.ag_traffic), bound="ideal_rs")
 

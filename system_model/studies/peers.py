@@ -11,10 +11,8 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-from dataclasses import replace
 
 from ..describe.config import PeerConfig
 from ..describe.models import MODELS, PHASES, WorkloadConfig, sublayer_gemm
@@ -152,7 +150,8 @@ def winners(layers: list[PeerLayer], errors: dict[str, float] | None = None) -> 
             p = PLATFORMS[platform] if platform in PLATFORMS else None
             library = p.transport.library if p else "nccl"
             nvls = bool(p and p.fabric.switch_reduction and p.transport.nvls_efficiency > 0)
-            margin_needed = max(scheme_error(t3, library, errors, nvls=nvls), scheme_error(sw, library, errors, nvls=nvls))
+            margin_needed = max(scheme_error(t3, library, errors, nvls=nvls),
+                                scheme_error(sw, library, errors, nvls=nvls))
         decided = None if ratio is None else (margin_needed is None or abs(ratio - 1) > margin_needed)
         rows.append({"platform": platform, "tp": tp, "t3": t3, "t3_speedup": t3_x, "software": sw,
                      "software_speedup": sw_x, "ideal_rs_speedup": _best(here, ("ideal_overlap",))[1],

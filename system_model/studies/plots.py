@@ -216,6 +216,14 @@ def plot_timeline(results: list[PointResult], path: Path, *, cfg=None) -> Path:
     the arbiter (round robin or compute first) only decides anything where the DRAM is full.
     Falls back to a Gantt chart where no scheme kept its record."""
     chosen = _fc_point(results)
+    if cfg is not None and not any(chosen.schemes[s].intervals for s in ("t3", "t3_mca") if s in chosen.schemes):
+        # The study runs without recording (and from the result cache); this point is run
+        # again with its intervals kept.
+        from ..schemes import evaluate
+        from .study import PointResult
+        schemes = tuple(chosen.schemes)
+        chosen = PointResult(chosen.point, chosen.shape,
+                             evaluate(cfg, chosen.shape, chosen.point.tp, schemes=schemes, record=True))
     recorded = [s for s in ("t3", "t3_mca") if s in chosen.schemes and chosen.schemes[s].intervals]
     if not recorded:
         return _plot_gantt(chosen, path)

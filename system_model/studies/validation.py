@@ -17,8 +17,7 @@ from ..describe.presets import platform
 from ..kernels.collectives import plan
 from ..schemes import evaluate
 from ..schemes.context import Sublayer
-from .published import (BUS_BANDWIDTHS, COPY_BANDWIDTHS, DMA_COLLECTIVES, GEMM_COLLECTIVES, TOLERANCE,
-                        BusBandwidth)
+from .published import BUS_BANDWIDTHS, COPY_BANDWIDTHS, DMA_COLLECTIVES, GEMM_COLLECTIVES, TOLERANCE, BusBandwidth
 
 __all__ = ["ValidationRow", "validate", "validation_markdown", "MISS_MECHANISMS", "transport_error",
            "TRANSPORTS", "cu_channel_slowdown", "scheme_error", "SCHEME_TRANSPORTS", "CROSSCHECK_ERROR"]

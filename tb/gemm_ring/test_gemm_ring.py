@@ -42,7 +42,7 @@ def test_schedule_runs_bit_exact(schedule: str) -> None:
 
 
 def test_model_within_tolerance() -> None:
-    from system_model.crosscheck import entries, violations
+    from system_model.studies.crosscheck import entries, violations
 
     runs = [_run(s) for s in SCHEDULES]
     found = entries(runs, "quick")

@@ -1,0 +1,148 @@
+"""The model's invariants on random configurations: every preset, every scheme, shapes from 256
+to 65,536 per dimension, TP 2-64, both collectives.
+
+With everything else fixed, every scheme's time
+
+* never rises by more than :data:`SLACK` when the HBM, link or NIC bandwidth rises, or when
+  a latency falls;
+* never falls by more than :data:`SHAPE_SLACK` when M, N or K grows;
+* never beats its own ideal (``SchemeResult.bound``), nor the all-reduce ideal.
+
+One example is one configuration and one change of it (a bandwidth, a latency or a
+dimension); :data:`EXAMPLES` of them run in every ``make test`` (``SEED=`` replays a run).
+A failure prints the configuration as a hardware file and the ``t3-model point`` command that
+reproduces it. Every counter-example found on the way is kept below as an ``@example``.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from system_model.describe.files import dump_hardware
+from system_model.describe.models import GemmShape
+from system_model.describe.presets import PLATFORMS
+from system_model.schemes import BOUNDS, SCHEMES, evaluate
+
+#: Configurations per run (issue #25: at least 1,000).
+EXAMPLES = int(__import__("os").environ.get("T3_INVARIANT_EXAMPLES", "1000"))
+#: What the resource invariants allow (issue #25: 0.5%).
+SLACK = 0.005
+#: What the shape invariant allows: a staged schedule quantises to tile rows and waves, so a
+#: GEMM a few rows larger can split into stages whose waves overlap its transfers better
+#: (README, "Invariants"; the worst of 1,500 probes was 3.2%).
+SHAPE_SLACK = 0.05
+
+BANDWIDTHS = (("gpu", "hbm_GBps"), ("fabric", "link_bw_GBps"), ("fabric", "scale_out_GBps"))
+LATENCIES = (("gpu", "dram_latency_ns"), ("fabric", "link_latency_ns"), ("fabric", "scale_out_latency_ns"),
+             ("fabric", "switch_reduce_latency_ns"), ("transport", "nic_doorbell_ns"))
+PRESETS = tuple(PLATFORMS)
+
+
+def _dimension():
+    # 256 .. 65,536, spread evenly in log.
+    return st.floats(min_value=math.log(256), max_value=math.log(65536)).map(lambda x: int(round(math.exp(x))))
+
+
+@st.composite
+def cases(draw):
+    name = draw(st.sampled_from(PRESETS))
+    p = PLATFORMS[name]
+    scale = {}
+    for part, field in BANDWIDTHS:
+        scale[field] = getattr(getattr(p, part), field) * draw(st.floats(0.25, 4.0))
+    for part, field in LATENCIES:
+        value = getattr(getattr(p, part), field)
+        if value > 0:
+            scale[field] = value * draw(st.floats(0.25, 4.0))
+    shape = (draw(_dimension()), draw(_dimension()), draw(_dimension()))
+    tp = draw(st.integers(2, 64))
+    collective = draw(st.sampled_from(("all_reduce", "reduce_scatter")))
+    kind = draw(st.sampled_from(("bandwidth", "latency", "shape")))
+    if kind == "bandwidth":
+        field = draw(st.sampled_from([f for _, f in BANDWIDTHS]))
+        change = (field, draw(st.floats(1.05, 4.0)))
+    elif kind == "latency":
+        field = draw(st.sampled_from([f for f in scale if f.endswith("_ns")]))
+        change = (field, 1 / draw(st.floats(1.05, 4.0)))
+    else:
+        change = (draw(st.sampled_from("mnk")), draw(st.floats(1.01, 2.5)))
+    return name, scale, shape, tp, collective, change
+
+
+def _description(name: str, changes: dict):
+    return PLATFORMS[name].with_changes(**changes)
+
+
+def _run(description, shape, tp, collective):
+    return evaluate(description.study_config(), GemmShape(*shape), tp, schemes=SCHEMES, collective=collective)
+
+
+def _reproducer(description, shape, tp, collective) -> str:
+    """The configuration as a hardware file, and the command that evaluates it."""
+    named = replace(description, name=f"{description.name}-case")
+    folder = Path(tempfile.mkdtemp(prefix="t3-invariant-"))
+    path = folder / f"{named.name}.toml"
+    path.write_text(dump_hardware(named))
+    return (f"\n--- {path} ---\n{path.read_text()}--- reproduce with ---\n"
+            f"t3-model point --hardware-file {path} --gemm {','.join(map(str, shape))} --tp {tp} "
+            f"--collective {collective}\n")
+
+
+def _times(results) -> dict[str, float]:
+    return {k: r.time_s for k, r in results.items() if r.time_s is not None}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+# Counter-examples found while the engine was built (each failed once; all hold now):
+# the library's kernel switched with N and T3 ran the other one better (T3 per-kernel best);
+@example(("mi355x", {}, (4036, 2076, 3701), 48, "reduce_scatter", ("n", 1.74)))
+# RCCL's LL override took ten times its Simple time (CU sharing 3.6x faster for a bigger N);
+@example(("mi300x", {}, (4750, 794, 11291), 6, "reduce_scatter", ("n", 1.81)))
+# a GEMM whose L2 reads moved between waves (T3 3% faster for a bigger M);
+@example(("t3-paper", {"hbm_GBps": 355.8, "link_bw_GBps": 222.1}, (993, 4267, 2941), 3, "reduce_scatter",
+          ("m", 1.0454)))
+# async-TP's per-rank matmuls filled the whole GEMM's tail wave and beat the GEMM alone, which
+# the ideal had taken for a bound (the ideal's GEMM is now wave- and read-bound, no tail);
+@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps": 50.0, "scale_out_GBps": 50.0, "dram_latency_ns": 500.0,
+                       "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0, "switch_reduce_latency_ns": 500.0,
+                       "nic_doorbell_ns": 1500.0}, (59874, 403, 59874), 2, "all_reduce", ("hbm_GBps", 2.0)))
+# FlashOverlap's GEMM on the CUs its sends leave filled its tail wave better than on all of them;
+@example(("t3-paper", {"hbm_GBps": 250.0, "link_bw_GBps": 150.0, "scale_out_GBps": 75.0, "dram_latency_ns": 400.0,
+                       "link_latency_ns": 500.0, "scale_out_latency_ns": 500.0, "nic_doorbell_ns": 1500.0},
+          (2981, 403, 22026), 3, "all_reduce", ("hbm_GBps", 2.0)))
+def test_invariants(case):
+    name, scale, shape, tp, collective, (field, factor) = case
+    base = _description(name, scale)
+    r0 = _run(base, shape, tp, collective)
+    t0 = _times(r0)
+    for s, r in r0.items():
+        if r.time_s is None:
+            continue
+        for bound in {BOUNDS[r.bound], "ideal_all_reduce"}:
+            b = r0[bound].time_s
+            assert r.time_s >= b * (1 - 1e-9), (
+                f"{s} ({r.time_s * 1e6:.3f} us) beats {bound} ({b * 1e6:.3f} us)"
+                + _reproducer(base, shape, tp, collective))
+    if field in "mnk":
+        dims = list(shape)
+        dims["mnk".index(field)] = int(dims["mnk".index(field)] * factor) + 1
+        t1 = _times(_run(base, dims, tp, collective))
+        for s in t0.keys() & t1.keys():
+            assert t1[s] >= t0[s] * (1 - SHAPE_SLACK), (
+                f"{s}: {field} {shape['mnk'.index(field)]} -> {dims['mnk'.index(field)]} made it faster: "
+                f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us" + _reproducer(base, shape, tp, collective))
+        return
+    changed = _description(name, {**scale, field: scale[field] * factor})
+    t1 = _times(_run(changed, shape, tp, collective))
+    what = "faster" if field.endswith("GBps") else "shorter"
+    for s in t0.keys() & t1.keys():
+        assert t1[s] <= t0[s] * (1 + SLACK), (
+            f"{s}: a {what} {field} ({scale[field]:.6g} -> {scale[field] * factor:.6g}) made it slower: "
+            f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us" + _reproducer(base, shape, tp, collective))
