@@ -12,9 +12,10 @@ import sys
 import pytest
 
 from rtl.gemm_ring import GemmRing
-from system_model import crosscheck as xc
-from system_model.collectives import hardware_reduce_scatter
-from system_model.hardware import GpuConfig, LinkConfig
+from system_model.describe.models import GemmShape
+from system_model.schemes.context import Sublayer
+from system_model.schemes.t3 import hardware_rs_s
+from system_model.studies import crosscheck as xc
 from tb.gemm_ring.scenarios import SCHEDULES, MicroGemm, MicroSystem, scenarios
 
 RECORDED = xc.load_recorded()
@@ -65,37 +66,53 @@ def test_violations_catch_each_miss():
 def test_micro_system_reads_the_rtl():
     """The model's micro-system comes from the RTL's parameters and properties."""
     for sc in scenarios("full"):
-        cfg, gemm, chunk, tile = xc.micro_study(sc)
+        cfg, gemm, shape, kernel = xc.micro_study(sc)
         ring = GemmRing(**sc.system.ring_params(sc.gemm.tiles_per_stage))
         s, link = ring.ring.slices[0], ring.ring.links[0]
-        gpu = cfg.system.gpu
+        gpu, fabric, transport = cfg.system.gpu, cfg.system.fabric, cfg.system.transport
         assert gpu.dram_latency_ns == s.gemm_read_latency + ring.sources[0].operand_latency
         assert gpu.channel_requests_per_cycle == pytest.approx(float(s.nmc.requests_per_cycle))
         assert gpu.dram_queue_entries == sc.system.compute_queue_depth
-        assert cfg.system.link.ring_bytes_per_s == pytest.approx(s.nmc.beat_width / 8 / link.cycles_per_beat * 1e9)
-        assert cfg.system.link.link_latency_ns == link.latency
+        # One link each way at the RTL's beat rate, carried at its full rate, one ring direction.
+        assert fabric.topology == "ring" and fabric.ring_directions == 1
+        assert fabric.link_bw_GBps / 2 == pytest.approx(s.nmc.beat_width / 8 / link.cycles_per_beat)
+        assert transport.ce_link_efficiency == transport.sm_link_efficiency == 1.0
+        assert fabric.link_latency_ns == link.latency
         assert (cfg.block.trigger_cycles + cfg.block.dma_issue_cycles + s.read_latency
                 == s.update_to_egress_latency)
         assert gemm.tiles == sc.gemm.tiles(sc.system.gpus) and gemm.cus == sc.gemm.tiles_per_wave
         assert gemm.tile_compute_s * 1e9 == pytest.approx(sc.gemm.compute_cycles_per_tile)
-        assert chunk == sc.gemm.tiles_per_stage * tile
+        chunk = shape.m * shape.n * kernel.bytes_per_element / sc.system.gpus
+        assert chunk == sc.gemm.tiles_per_stage * sc.system.tile_beats * s.nmc.beat_width // 8
+        assert gemm.stage_bytes == (chunk,) * sc.system.gpus
         assert cfg.arbiter.starvation_limit_cycles == sc.system.starvation_limit
+        assert cfg.arbiter.threshold == sc.system.threshold
 
 
 def test_hardware_reduce_scatter_is_pipelined_across_steps():
-    """T3's RS pays a hop's latency once when a chunk outlasts a hop, once per step when not."""
-    gpu = GpuConfig(cus=2, clock_GHz=1, fp16_flops_per_cycle_per_cu=1, l2_MB=1, hbm_GBps=8, hbm_efficiency=1,
-                    mc_clock_GHz=1, hbm_channels=1, dram_latency_ns=10, dram_request_bytes=8, nmc_update_units=1)
-    link = LinkConfig(link_bw_GBps=4, link_latency_ns=100)      # 2 bytes per ns one way
-    n, tile = 8, 32
+    """T3's RS pays a hop's latency once when a chunk outlasts a hop (steps back to back), and
+    once per step when a chunk is one tile (each step waits for the previous GPU's)."""
+    sc = scenarios("full")[0]
+    cfg, _, _, kernel = xc.micro_study(sc)
+    n = sc.system.gpus
+    tile = kernel.tile_m * kernel.tile_n * kernel.bytes_per_element
 
-    def rs(chunk):
-        return hardware_reduce_scatter(chunk * n, n, link, gpu, trigger_to_link_s=5e-9, reducer_bytes_per_s=1e12,
-                                       tile_bytes=tile).time_s * 1e9
-    hop = tile / 2 + 100 + 5 + 10
-    big = 64 * 1024
-    assert rs(big) == pytest.approx((n - 1) * big / 2 + 5 + 10 + 100)
-    assert rs(tile) == pytest.approx(15 + (n - 2) * hop + tile / 2 + 100)
+    def rs_ns(tiles_per_chunk):
+        shape = GemmShape(m=kernel.tile_m * tiles_per_chunk * n, n=1, k=1)
+        return hardware_rs_s(Sublayer(cfg, shape, n, "reduce_scatter", kernel)) * 1e9
+
+    gpu, fabric, block = cfg.system.gpu, cfg.system.fabric, cfg.block
+    # Each forwarded byte: a DMA read here, an update (two units, or one) at the next GPU;
+    # the channel serves one unit per request of dram_request_bytes a cycle; one link each way.
+    units = 1 + gpu.nmc_update_units
+    rate = min(gpu.hbm_GBps / units, fabric.link_bw_GBps / 2)           # bytes per ns
+    trigger = block.trigger_cycles + block.dma_issue_cycles + gpu.dram_latency_ns
+    write = block.reducer_write_cycles
+    hop = fabric.link_latency_ns
+    big = 4096
+    assert rs_ns(big) == pytest.approx(trigger + (n - 1) * big * tile / rate + hop + write, rel=1e-6)
+    one = trigger + tile / rate + (n - 2) * (hop + trigger + tile / rate) + hop + write
+    assert rs_ns(1) == pytest.approx(one, rel=1e-6)
 
 
 def run_cli(*args):
@@ -160,6 +177,6 @@ def test_bad_scenario_parameters(make, message):
 @pytest.mark.parametrize("variant", list(xc.PERTURBATIONS))
 def test_the_crosscheck_tells_the_mechanisms_apart(variant):
     """Each mechanism changed in the model (continuous data use, half the latency, twice the
-    buffer, two-unit updates, reads before writes, a starvation limit of 16) misses a
+    buffer, two-unit updates, reads before writes, a starvation limit of 8) misses a
     tolerance against the recorded RTL: the scenarios are sharp enough to see it."""
     assert xc.perturbed_violations(RECORDED["runs"], "full", variant)

@@ -3,10 +3,28 @@ to 65,536 per dimension, TP 2-64, both collectives.
 
 With everything else fixed, every scheme's time
 
-* never rises by more than :data:`SLACK` when the HBM, link or NIC bandwidth rises, or when
-  a latency falls;
+* never rises by more than :data:`SLACK` when the HBM bandwidth rises or the DRAM latency
+  falls;
+* never rises by more than :data:`SLACK` plus its transfers' own DRAM time when a link's or
+  the NIC's bandwidth rises or one of their latencies falls (:func:`contention_s`);
 * never falls by more than :data:`SHAPE_SLACK` when M, N or K grows;
 * never beats its own ideal (``SchemeResult.bound``), nor the all-reduce ideal.
+
+Why the allowance for faster communication: the GEMM and the transfers share each GPU's DRAM.
+Under round-robin arbitration (T3 without MCA, and every software scheme, whose loads and
+stores meet the GEMM's at the memory controller) a transfer that the link paced slowly fits
+in the DRAM time the GEMM leaves; paced faster, it takes every other grant and slows a GEMM
+that is capped by its matrix work, which does not win the time back. This is the contention
+T3-MCA exists to remove (its compute-first arbiter keeps the GEMM's grants), and it is
+physics, not an artifact of the model: a transfer can take at most its own DRAM time from
+the GEMM, and that is what is allowed. In 3,000 random probes the largest rise was 5.2% (T3
+on a GEMM whose single reduce-scatter step ran beside its last wave), 0.73 of its transfers'
+DRAM time; T3-MCA never rose.
+
+Why a shape slack: a GEMM is run in waves of tiles, each as long as the slower of its matrix
+work and its DRAM reads. A GEMM a few rows bigger can add a tile row that spreads its reads
+over a tail wave that would otherwise leave the DRAM idle, and finish a little sooner; the
+largest found was 3.2% (the first counter-example below).
 
 One example is one configuration and one change of it (a bandwidth, a latency or a
 dimension); :data:`EXAMPLES` of them run in every ``make test`` (``SEED=`` replays a run).
@@ -33,11 +51,11 @@ from system_model.schemes import BOUNDS, SCHEMES, evaluate
 EXAMPLES = int(__import__("os").environ.get("T3_INVARIANT_EXAMPLES", "1000"))
 #: What the resource invariants allow (issue #25: 0.5%).
 SLACK = 0.005
-#: What the shape invariant allows: a staged schedule quantises to tile rows and waves, so a
-#: GEMM a few rows larger can split into stages whose waves overlap its transfers better
-#: (README, "Invariants"; the worst of 1,500 probes was 3.2%).
+#: What the shape invariant allows (tail-wave quantisation; see the module's docstring).
 SHAPE_SLACK = 0.05
-
+#: Changes that speed communication up (the contention allowance applies).
+COMMUNICATION = ("link_bw_GBps", "scale_out_GBps", "link_latency_ns", "scale_out_latency_ns",
+                 "switch_reduce_latency_ns", "nic_doorbell_ns")
 BANDWIDTHS = (("gpu", "hbm_GBps"), ("fabric", "link_bw_GBps"), ("fabric", "scale_out_GBps"))
 LATENCIES = (("gpu", "dram_latency_ns"), ("fabric", "link_latency_ns"), ("fabric", "scale_out_latency_ns"),
              ("fabric", "switch_reduce_latency_ns"), ("transport", "nic_doorbell_ns"))
@@ -117,6 +135,18 @@ def _times(results) -> dict[str, float]:
 @example(("t3-paper", {"hbm_GBps": 250.0, "link_bw_GBps": 150.0, "scale_out_GBps": 75.0, "dram_latency_ns": 400.0,
                        "link_latency_ns": 500.0, "scale_out_latency_ns": 500.0, "nic_doorbell_ns": 1500.0},
           (2981, 403, 22026), 3, "all_reduce", ("hbm_GBps", 2.0)))
+# a one-wave GEMM finished every chunk at once, so T3 overlapped nothing, while a few more
+# columns made two waves and overlapped (T3 now also tries two even waves on fewer CUs);
+@example(("h100-sxm", {"hbm_GBps": 912.407725028574, "link_bw_GBps": 108.20399169334782,
+                       "scale_out_GBps": 35.1814169414829}, (5251, 380, 987), 11, "reduce_scatter", ("n", 1.2185)))
+# faster links let T3's transfers take DRAM grants from a GEMM capped by its matrix work (the
+# contention MCA removes): 5.2%, within the transfers' own DRAM time;
+@example(("mi300x", {"hbm_GBps": 3325.1292907589936, "link_bw_GBps": 131.62241009788633,
+                     "scale_out_GBps": 25.871931071425795}, (296, 56388, 3648), 6, "reduce_scatter",
+          ("link_bw_GBps", 3.679435670311306)))
+@example(("mi355x", {"hbm_GBps": 3000.0, "link_bw_GBps": 153.6, "scale_out_GBps": 100.0, "dram_latency_ns": 500.0,
+                     "link_latency_ns": 1000.0, "scale_out_latency_ns": 6000.0, "nic_doorbell_ns": 6000.0},
+          (52839, 968, 1097), 20, "reduce_scatter", ("link_bw_GBps", 2.0)))
 def test_invariants(case):
     name, scale, shape, tp, collective, (field, factor) = case
     base = _description(name, scale)
@@ -143,6 +173,17 @@ def test_invariants(case):
     t1 = _times(_run(changed, shape, tp, collective))
     what = "faster" if field.endswith("GBps") else "shorter"
     for s in t0.keys() & t1.keys():
-        assert t1[s] <= t0[s] * (1 + SLACK), (
+        allowed = t0[s] * SLACK + (contention_s(r0[s], base) if field in COMMUNICATION else 0.0)
+        assert t1[s] <= t0[s] + allowed, (
             f"{s}: a {what} {field} ({scale[field]:.6g} -> {scale[field] * factor:.6g}) made it slower: "
-            f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us" + _reproducer(base, shape, tp, collective))
+            f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us (allowed {allowed * 1e6:.3f} us)"
+            + _reproducer(base, shape, tp, collective))
+
+
+def contention_s(result, description) -> float:
+    """The most DRAM time a scheme's transfers can take from its GEMM: their reads and writes
+    (each written byte at most two units of service: a near-memory update) at the DRAM's
+    achievable rate."""
+    t = result.traffic
+    units = t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])
+    return units / description.gpu.dram_bytes_per_s

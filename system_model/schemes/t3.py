@@ -23,6 +23,7 @@ all-gather that completes the all-reduce then runs alone (the library's ring).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..engine.sharing import DRAM, GRANTS
@@ -120,7 +121,19 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
         memo = sub.__dict__.setdefault("_t3_runs", {})
         key = (policy, record)
         if key not in memo:
-            memo[key] = _t3_ring(sub, policy=policy, record=record, gemm=sub.gemm(stages=sub.tp, stores_cached=False))
+            gemm = sub.gemm(stages=sub.tp, stores_cached=False)
+            best = _t3_ring(sub, policy=policy, record=record, gemm=gemm)
+            half_cus = math.ceil(gemm.tiles / 2)
+            if gemm.waves <= 2 and half_cus < gemm.cus:
+                # A GEMM of one wave finishes every chunk at once, and nothing overlaps (of two
+                # uneven waves, most of it): the runtime may launch it as two even waves on
+                # fewer CUs, so that the first chunks leave while the rest computes; it takes
+                # the faster.
+                half = sub.gemm(stages=sub.tp, stores_cached=False, cus=half_cus)
+                other = _t3_ring(sub, policy=policy, record=record, gemm=half)
+                if other.available and other.time_s < best.time_s:
+                    best = other
+            memo[key] = best
         return replace(memo[key], scheme=name)
     return _t3_ring(sub, policy=policy, record=record, gemm=gemm, name=name)
 

@@ -22,8 +22,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from .figures import save_figure  # noqa: E402
-from .report import TRAFFIC_LABELS, select, short, traffic_breakdown, traffic_components, traffic_summary  # noqa: E402
 from .study import HEADLINE_SETS, SCHEMES, PointResult, summarise  # noqa: E402
+from .traffic import TRAFFIC_LABELS, select, short, traffic_breakdown, traffic_components, traffic_summary  # noqa: E402
 
 __all__ = ["plot_speedups", "plot_traffic", "plot_timeline"]
 

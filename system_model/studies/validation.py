@@ -9,8 +9,10 @@ study uses to say where a margin is within model error.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..describe.models import GemmShape, WorkloadConfig
 from ..describe.presets import platform
@@ -20,16 +22,45 @@ from ..schemes.context import Sublayer
 from .published import BUS_BANDWIDTHS, COPY_BANDWIDTHS, DMA_COLLECTIVES, GEMM_COLLECTIVES, TOLERANCE, BusBandwidth
 
 __all__ = ["ValidationRow", "validate", "validation_markdown", "MISS_MECHANISMS", "transport_error",
-           "TRANSPORTS", "cu_channel_slowdown", "scheme_error", "SCHEME_TRANSPORTS", "CROSSCHECK_ERROR"]
+           "TRANSPORTS", "cu_channel_slowdown", "scheme_error", "SCHEME_TRANSPORTS", "CROSSCHECK_ERROR",
+           "crosscheck_error"]
 
 #: The transports a validated error is kept for (a row's ``transport``).
 TRANSPORTS = ("nccl_ring", "nccl_nvls", "rccl_ring", "copy_engine", "gemm", "fused")
 
-#: Why a point misses, by its name (a miss without one fails a test).
-MISS_MECHANISMS: dict[str, str] = {}
+#: Why a point misses, by its name (a miss without one fails a test, and so does a
+#: mechanism for a point that no longer misses).
+MISS_MECHANISMS: dict[str, str] = {
+    "all_reduce default busbw, 8 x a100-sxm, 128 MiB": (
+        "NCCL's cost model, which the model follows, is a fixed latency per step plus the bytes at the "
+        "plateau bandwidth, with nothing between. On this A100 node the 128 MiB all-reduce takes 1,328 us, "
+        "about 290 us more than its bytes at the plateau the same table's 16 GiB point reaches (that point is "
+        "within 2.1%): the ring's pipeline has not filled at a mid-size message. The model has no such ramp; "
+        "the H100 and MI300X mid-size points (128-256 MiB) are within 10%. Why A100's ramp is the longest is "
+        "not established here."),
+    "async-TP GEMM+RS, 8 x H100, M 512: speedup": (
+        "two errors inside the tolerance compound at the smallest size: the baseline (GEMM + NCCL's "
+        "reduce-scatter of a 4 MiB output, latency-bound) is 13.5% fast and async-TP is 10.6% slow. "
+        "async-TP's time here is its eight matmuls of 64 rows: each fills 32 of the 132 SMs with one "
+        "128x128 tile over the whole K of 14,336 (78 us of matrix work per tile, 671 us for the eight against "
+        "79 us for the GEMM whole). The model's kernels have no split-K or stream-K variant, which a library "
+        "picks for such skinny shapes and which would spread that K over idle SMs. The M 1024 and M 2048 rows "
+        "are within 10%."),
+}
 
-#: T3's own mechanism against its RTL (``make crosscheck``: the largest error of its runs).
-CROSSCHECK_ERROR = 0.05
+#: Where the crosscheck's recorded comparison is (``make crosscheck``).
+_CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crosscheck.json"
+
+
+def crosscheck_error(path: Path = _CROSSCHECK_JSON) -> float:
+    """T3's own mechanism against its RTL: the largest error in total cycles of the crosscheck's
+    recorded comparison (``make crosscheck``)."""
+    entries = json.loads(path.read_text())["entries"]
+    return max(abs(row["error"]) for e in entries for row in e["comparison"]["rows"].values())
+
+
+#: See :func:`crosscheck_error`.
+CROSSCHECK_ERROR = crosscheck_error()
 
 #: The transports each scheme's time rests on ("collective": the library's own, ring or
 #: NVLS by platform; "t3": T3's mechanism, checked against the RTL only).

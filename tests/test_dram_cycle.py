@@ -1,5 +1,6 @@
-"""The DRAM channel model (``system_model.dram_queue``): hand-checkable limits, the arbiter's
-two policies, the starvation finding, the representative-wave scaling and the cache."""
+"""The cycle-level DRAM channel (``system_model.engine.dram_cycle``): hand-checkable limits, the
+arbiter's two policies, the starvation finding, a ring's forwarded updates, the
+representative-wave scaling and the cache."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from system_model import dram_queue
-from system_model.dram_queue import WaveLoad, dynamic_threshold, load_cache, save_cache, simulate_wave
+from system_model.engine import dram_cycle as dram_queue
+from system_model.engine.dram_cycle import WaveLoad, dynamic_threshold, load_cache, save_cache, simulate_wave
 
 MU = 0.415   # requests per cycle: 850 GB/s over 32 channels of 64-byte requests at 1 GHz
 
@@ -73,6 +74,33 @@ def test_mca_starves_compute_when_slots_free_slower_than_the_starvation_limit():
     # A limit longer than the slot interval lets compute in; round-robin always does.
     assert not run(load, "mca", starvation_limit=32).starved
     assert not run(load, "round_robin").starved
+
+
+def test_forwarded_updates_are_offered_as_they_arrive():
+    """Below capacity a ring's forwarded updates (one per DMA read served, a hop later) are
+    served as offered, as steady arrivals would be."""
+    load = replace(BASE, update_rate=0.03, dma_rate=0.03, dma_burst=4, forwarded_share=1.0, hop_cycles=450)
+    steady = replace(load, forwarded_share=0.0, hop_cycles=0)
+    for policy in ("round_robin", "mca"):
+        assert run(load, policy).comm_served_per_cycle == pytest.approx(
+            run(steady, policy).comm_served_per_cycle, rel=0.05), policy
+
+
+def test_mca_holds_back_the_ring_with_its_dma_reads():
+    """Under T3-MCA beside a GEMM that fills the channel, the updates a ring forwards arrive
+    only as the DMA reads that send them are served: communication gets fewer of the gaps
+    compute leaves than if the updates came at a steady rate (what the RTL ring shows)."""
+    # One channel of the crosscheck's memory-heavy RTL ring: one request a cycle, a queue of
+    # 8, a wave of 40 reads and 16 near-memory stores over 70 cycles of matrix work.
+    load = WaveLoad(reads=40, stores=16, stores_nmc=True, compute_cycles=70, outstanding=40, update_rate=0.25,
+                    update_units=1, dma_rate=0.25, dma_burst=4, service_rate=1.0, latency_cycles=10,
+                    queue_entries=8, nmc_units=1, k_steps=10, reads_first=False, forwarded_share=1.0,
+                    hop_cycles=46)
+    steady = replace(load, forwarded_share=0.0, hop_cycles=0)
+    ring = run(load, "mca", threshold=4, starvation_limit=64)
+    open_loop = run(steady, "mca", threshold=4, starvation_limit=64)
+    assert ring.comm_served_per_cycle < 0.95 * open_loop.comm_served_per_cycle
+    assert ring.cycles <= open_loop.cycles * 1.001
 
 
 def test_representative_wave_scales_with_the_wave():
