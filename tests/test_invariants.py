@@ -22,9 +22,12 @@ on a GEMM whose single reduce-scatter step ran beside its last wave), 0.73 of it
 DRAM time; T3-MCA never rose.
 
 Why a shape slack: a GEMM is run in waves of tiles, each as long as the slower of its matrix
-work and its DRAM reads. A GEMM a few rows bigger can add a tile row that spreads its reads
-over a tail wave that would otherwise leave the DRAM idle, and finish a little sooner; the
-largest found was 3.2% (the first counter-example below).
+work and its DRAM reads, in a grouped tile order whose L2 reuse depends on how the tile grid
+aliases with the CUs of a wave. One tile row or column more can spread the reads over a tail
+wave that would otherwise leave the DRAM idle (T3 3.2% faster, t3-paper, M 993 -> 1039), or
+shorten the reuse distance of the operand panels (the GEMM alone reads 4.01 GB at N 8,103 and
+3.79 GB at N 8,357 on H100's 128x256 tiles: 5.3% faster where its HBM is scarce). About one
+random shape change in a thousand shows either; none more than :data:`SHAPE_SLACK`.
 
 One example is one configuration and one change of it (a bandwidth, a latency or a
 dimension); :data:`EXAMPLES` of them run in every ``make test`` (``SEED=`` replays a run).
@@ -51,8 +54,9 @@ from system_model.schemes import BOUNDS, SCHEMES, evaluate
 EXAMPLES = int(__import__("os").environ.get("T3_INVARIANT_EXAMPLES", "1000"))
 #: What the resource invariants allow (issue #25: 0.5%).
 SLACK = 0.005
-#: What the shape invariant allows (tail-wave quantisation; see the module's docstring).
-SHAPE_SLACK = 0.05
+#: What the shape invariant allows (tail waves and the L2's tile-grid aliasing; see the
+#: module's docstring).
+SHAPE_SLACK = 0.08
 #: Changes that speed communication up (the contention allowance applies).
 COMMUNICATION = ("link_bw_GBps", "scale_out_GBps", "link_latency_ns", "scale_out_latency_ns",
                  "switch_reduce_latency_ns", "nic_doorbell_ns")
@@ -147,6 +151,10 @@ def _times(results) -> dict[str, float]:
 @example(("mi355x", {"hbm_GBps": 3000.0, "link_bw_GBps": 153.6, "scale_out_GBps": 100.0, "dram_latency_ns": 500.0,
                      "link_latency_ns": 1000.0, "scale_out_latency_ns": 6000.0, "nic_doorbell_ns": 6000.0},
           (52839, 968, 1097), 20, "reduce_scatter", ("link_bw_GBps", 2.0)))
+# the L2's reuse of a grouped tile order: 33 tile columns re-read fewer operand panels than 32;
+@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps": 50.0, "scale_out_GBps": 50.0, "dram_latency_ns": 500.0,
+                       "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0, "switch_reduce_latency_ns": 500.0,
+                       "nic_doorbell_ns": 1500.0}, (8103, 8103, 22026), 2, "all_reduce", ("n", 1.03125)))
 def test_invariants(case):
     name, scale, shape, tp, collective, (field, factor) = case
     base = _description(name, scale)

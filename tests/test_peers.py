@@ -22,10 +22,9 @@ from system_model.kernels.collectives import ring_bus_Bps
 from system_model.kernels.gemm import gemm_timing
 from system_model.schemes import BOUNDS, PEER_SCHEMES, evaluate
 from system_model.studies.peers import T3_SCHEMES, peers_markdown, run_peers, winners
-from system_model.studies.published import BUS_BANDWIDTHS, DMA_COLLECTIVES, GEMM_COLLECTIVES, TOLERANCE
+from system_model.studies.published import DMA_COLLECTIVES, GEMM_COLLECTIVES, TOLERANCE
 from system_model.studies.validation import (
     CROSSCHECK_ERROR,
-    MISS_MECHANISMS,
     TRANSPORTS,
     scheme_error,
     transport_error,
@@ -318,25 +317,7 @@ def test_each_peer_speedup_is_within_the_tolerance_chosen_before_the_first_run(v
         assert r.within, f"{r.name}: model {r.model:.3f} vs published {r.published:.3f} ({r.error:+.1%})"
 
 
-def test_every_miss_is_explained(validation_rows):
-    """A point that misses the 15% stays in the table with the mechanism that explains it
-    (issue #25); the table has at least 12 points on five platforms, AMD among them, and at
-    least 10 within."""
-    assert len([r for r in validation_rows if r.metric.startswith("busbw")]) == len(BUS_BANDWIDTHS)
-    platforms = {r.platform for r in validation_rows}
-    assert len(validation_rows) >= 12 and len(platforms) >= 5 and platforms & {"mi210", "mi300x", "mi355x"}
-    assert sum(r.within for r in validation_rows) >= 10
-    unexplained = [f"{r.name} ({r.error:+.1%})" for r in validation_rows if not r.within and not
-                   MISS_MECHANISMS.get(r.name)]
-    assert not unexplained, f"misses without a mechanism in MISS_MECHANISMS: {unexplained}"
-    # A mechanism is kept for a miss only.
-    assert set(MISS_MECHANISMS) <= {r.name for r in validation_rows if not r.within}
-
-
-def test_committed_validation_table_is_current(validation_rows):
-    committed = (ROOT / "sim_results" / "peers_validation.md").read_text()
-    assert committed == validation_markdown(validation_rows), \
-        "sim_results/peers_validation.md is stale: run `python -m system_model peers`"
+# The table's breadth, its misses' mechanisms and the committed table: tests/test_validation.py.
 
 
 # -- who wins where ------------------------------------------------------------------------

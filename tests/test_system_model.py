@@ -400,15 +400,14 @@ def test_t3_gemm_reads_never_exceed_the_baseline_on_the_headline_set(paper_resul
                for r in headline)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured (model v3): the baseline now runs the library's unstaged order (groups of 8 tile rows) while T3's "
-    "GEMM is cut into tp stages whose groups stop at the stage boundary; at TP 32 a stage is 2 tile rows, so "
-    "every stage re-reads the B panels the L2 cannot hold (GPT-3 prefill FC-2: 7.5x the baseline's reads) and "
-    "T3's DRAM cut turns negative on PaLM and MT-NLG. Held on the headline set and against the same staged "
-    "order above."))
-def test_t3_gemm_reads_never_exceed_the_baseline(paper_results):
-    for r in paper_results:
-        assert r.schemes["t3"].traffic["gemm_reads"] <= r.schemes["sequential"].traffic["gemm_reads"], r.point
+def test_t3_staging_rereads_what_the_l2_cannot_hold(paper_results):
+    """T3's GEMM runs its output in tp row stages (the chunks its ring forwards); the
+    library's baseline runs groups of 8 tile rows. Where a stage is fewer tile rows than a
+    group and the second operand outgrows the L2, every stage re-reads it: at TP 32 T3 reads
+    more than the baseline (README, "T3 at TP 32"), on the headline set never."""
+    tp32 = [r for r in paper_results if r.point.tp == 32]
+    assert tp32 and any(r.schemes["t3"].traffic["gemm_reads"] > 2 * r.schemes["sequential"].traffic["gemm_reads"]
+                        for r in tp32)
 
 
 def test_more_cus_for_sharing_slow_the_gemm_and_speed_the_collective(paper_cfg):
@@ -458,7 +457,7 @@ def test_invariants_hold_across_hardware():
         if hbm >= 1000:
             assert r["t3_mca"].time_s <= seq and r["t3"].time_s <= seq, args
         # T3's bypassing stores never add reads to its staged GEMM (the same order with
-        # write-allocating stores; the library's unstaged order: see the xfail above).
+        # write-allocating stores; the library's unstaged order: test_t3_staging_rereads_...).
         cfg, shape, tp = _grid_point(*args)
         cached = gemm_timing(shape, cfg.system.gpu, Sublayer(cfg, shape, tp).kernel, stages=tp).dram_read_bytes
         assert r["t3"].traffic["gemm_reads"] <= cached, args
@@ -470,17 +469,21 @@ def test_near_memory_updates_can_lose_where_dram_is_the_bottleneck():
     assert r["t3"].time_s > r["sequential"].time_s
 
 
-def test_faster_links_never_slow_a_scheme_while_dram_is_plentiful():
-    """Not claimed when HBM is scarce: at 500 GB/s a faster link makes T3's overlapped
-    communication take DRAM slots from a memory-bound GEMM faster than it saves link time."""
+def test_faster_links_never_slow_a_scheme_beyond_its_transfers_dram_time():
+    """Twice the link bandwidth: T3-MCA never slower (0.1%); every scheme at most 0.1% plus
+    its transfers' own DRAM time, the most a faster transfer can take from the GEMM under
+    round-robin arbitration (tests/test_invariants.py explains the allowance)."""
     rises = []
     for args in GRID:
         point, tokens, link, hbm, l2 = args
-        if hbm < 1000:
-            continue
+        cfg, _, _ = _grid_point(*args)
         slow, fast = _evaluate(*args), _evaluate(point, tokens, link * 2, hbm, l2)
         for scheme in PAPER_SCHEMES:
-            if fast[scheme].time_s > slow[scheme].time_s * (1 + 1e-3):
+            t = slow[scheme].traffic
+            contention = (t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])) \
+                / cfg.system.gpu.dram_bytes_per_s
+            allowed = slow[scheme].time_s * 1e-3 + (0.0 if scheme == "t3_mca" else contention)
+            if fast[scheme].time_s > slow[scheme].time_s + allowed:
                 rises.append(f"{args} {scheme}: {fast[scheme].time_s / slow[scheme].time_s - 1:+.3%}")
     assert not rises, "link x2 made a scheme slower:\n" + "\n".join(rises)
 
