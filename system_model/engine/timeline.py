@@ -246,31 +246,41 @@ class Engine:
     def run(self) -> float:
         """Run until nothing is left; returns the time of the last event."""
         while self.active or self._timers:
-            self.events += 1
-            if self.events > MAX_EVENTS:
-                raise EngineError(f"more than {MAX_EVENTS} events: a flow that can never finish "
-                                  f"({', '.join(f.name for f in self.active)})")
-            runnable = self._runnable()
-            for f in self.active:
-                f.rate = 0.0
-            if runnable:
-                # The same flows, coupled alike, share alike: reuse the last allocation.
-                key = tuple((id(f), f.coupled) for f in runnable)
-                if self._memo is not None and self._memo[0] == key:
-                    rates = self._memo[1]
-                else:
-                    rates = self._allocate(runnable)      # checks the interval's invariants
-                    self._memo = (key, rates)
-                for f, x in zip(runnable, rates, strict=True):
-                    f.rate = x
-            dt = self._next_dt(runnable)
-            if dt == math.inf:
-                blocked = ", ".join(f.name for f in self.active)
-                raise EngineError(f"deadlock at {self.now:.9g} s: {blocked} wait for work nobody releases")
-            self._advance(dt, runnable)
-            self._fire()
+            dt, runnable = self.next_interval()
+            self.finish_interval(dt, runnable)
         self._check_conservation()
         return self.now
+
+    def next_interval(self) -> tuple[float, list[Flow]]:
+        """The next interval: every runnable flow's rate, and how long until the next event
+        (the loop's first half; ``tb/engine_choice.py`` drives it from SimPy's clock)."""
+        self.events += 1
+        if self.events > MAX_EVENTS:
+            raise EngineError(f"more than {MAX_EVENTS} events: a flow that can never finish "
+                              f"({', '.join(f.name for f in self.active)})")
+        runnable = self._runnable()
+        for f in self.active:
+            f.rate = 0.0
+        if runnable:
+            # The same flows, coupled alike, share alike: reuse the last allocation.
+            key = tuple((id(f), f.coupled) for f in runnable)
+            if self._memo is not None and self._memo[0] == key:
+                rates = self._memo[1]
+            else:
+                rates = self._allocate(runnable)      # checks the interval's invariants
+                self._memo = (key, rates)
+            for f, x in zip(runnable, rates, strict=True):
+                f.rate = x
+        dt = self._next_dt(runnable)
+        if dt == math.inf:
+            blocked = ", ".join(f.name for f in self.active)
+            raise EngineError(f"deadlock at {self.now:.9g} s: {blocked} wait for work nobody releases")
+        return dt, runnable
+
+    def finish_interval(self, dt: float, runnable: list[Flow]) -> None:
+        """The loop's second half: the flows progress ``dt`` at their rates, events fire."""
+        self._advance(dt, runnable)
+        self._fire()
 
     def _allocate(self, runnable: list[Flow]) -> list[float]:
         """The sharing rule; a serial closed loop's cap depends on what the DRAM gives its
