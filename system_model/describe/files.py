@@ -2,7 +2,7 @@
 
 A **hardware file** describes one platform: a GPU, its fabric and NIC, its GEMM library's
 kernels, and where each figure comes from. Every preset (``python -m system_model
-show-preset NAME``) is such a file, shipped in ``system_model/presets/``::
+show-preset NAME``) is such a file, shipped in ``system_model/describe/presets/``::
 
     name = "my-gpu"
     description = "what it is"
