@@ -265,6 +265,10 @@ def plan(op: str, bytes_: float, n: int, fabric: FabricConfig, transport: Transp
          channels: int | None = None, algorithm: str | None = None) -> Plan:
     """The library's choice for ``op`` on a ``bytes_`` buffer over ``n`` GPUs (``algorithm``
     forces one, as ``NCCL_ALGO`` does); ``channels`` limits its CTAs."""
+    # Checked before the cache: 8.0 hashes as 8 and would find a plan for n = 8.
+    check_int_range("n", n, 2, 1 << 16)
+    if channels is not None:
+        check_int_range("channels", channels, 1, 1 << 16)
     return _plan(op, float(bytes_), n, fabric, transport, channels, algorithm)
 
 
