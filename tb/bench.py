@@ -166,10 +166,11 @@ SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "
               "--workers", "1", "--no-plots"]
 
 
-#: The Dask sweep timed: 8 link x 4 HBM bandwidths (32 tasks) over two models' TP 8 and 16
-#: (the rate includes starting the LocalCluster, as a user's run does).
-DASK_SWEEP_ARGS = ["--models", "t-nlg,gpt-3", "--tp", "8,16", "--axis", "link_bw_GBps=75:600:75",
-                   "--axis", "hbm_GBps=500,1000,2000,4000", "--no-plots"]
+#: The Dask sweep timed: the same grid as the one-process sweep, on a LocalCluster of 1 and of
+#: 2 single-threaded workers that the bench starts first (so that both rates are Dask's, and
+#: the cluster's start-up is not counted: the work the workers do is).
+DASK_SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps",
+                   "500,750,1000,1500,2000,3000,4000,6000", "--no-plots"]
 
 
 def model_speed(python: str, tmp: str, runs: int) -> dict:
@@ -196,8 +197,20 @@ def model_speed(python: str, tmp: str, runs: int) -> dict:
     # the evaluations the workers share out, not reading a cache).
     for workers in (1, 2):
         def dask_rate(w=workers) -> float:
-            done = _run([python, "-m", "system_model", "sweep", "--out", tmp, "--workers", str(w),
-                         *DASK_SWEEP_ARGS], env=cold)
+            from dask.distributed import LocalCluster
+
+            saved = os.environ.get("T3_MODEL_CACHE")
+            os.environ["T3_MODEL_CACHE"] = ""              # the workers inherit it: no cache file
+            try:
+                with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+                    done = _run([python, "-m", "system_model", "sweep", "--out", tmp, "--scheduler",
+                                 cluster.scheduler_address, *DASK_SWEEP_ARGS], env=cold)
+            finally:
+                if saved is None:
+                    os.environ.pop("T3_MODEL_CACHE")
+                else:
+                    os.environ["T3_MODEL_CACHE"] = saved
             return float(re.search(r"\(([\d,]+)/s\)", done.stdout).group(1).replace(",", ""))
         out[f"sweep_dask_{workers}_workers_configs_per_s"] = statistics.median(dask_rate() for _ in range(runs))
     # The peers study on one core (the issue's bound: 30 s), cold once (minutes) and warm.
