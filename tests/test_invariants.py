@@ -5,7 +5,7 @@ With everything else fixed, every scheme's time
 
 * never rises by more than :data:`SLACK` when the HBM bandwidth rises;
 * never rises by more than :data:`SLACK` plus its transfers' own DRAM time when a link's or
-  the NIC's bandwidth rises or a latency falls (:func:`contention_s`);
+  the NIC's bandwidth rises or a latency falls (``SchemeResult.transfer_dram_s``);
 * never falls by more than :data:`SHAPE_SLACK` when M, N or K grows;
 * never beats its own ideal (``SchemeResult.bound``), nor the all-reduce ideal.
 
@@ -191,17 +191,9 @@ def test_invariants(case):
     t1 = _times(_run(changed, shape, tp, collective))
     what = "faster" if field.endswith("GBps") else "shorter"
     for s in t0.keys() & t1.keys():
-        allowed = t0[s] * SLACK + (contention_s(r0[s], base) if field in COMMUNICATION else 0.0)
+        allowed = t0[s] * SLACK + (r0[s].transfer_dram_s(base.gpu.dram_bytes_per_s) if field in COMMUNICATION else 0.0)
         assert t1[s] <= t0[s] + allowed, (
             f"{s}: a {what} {field} ({scale[field]:.6g} -> {scale[field] * factor:.6g}) made it slower: "
             f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us (allowed {allowed * 1e6:.3f} us)"
             + _reproducer(base, shape, tp, collective))
 
-
-def contention_s(result, description) -> float:
-    """The most DRAM time a scheme's transfers can take from its GEMM: their reads and writes
-    (each written byte at most two units of service: a near-memory update) at the DRAM's
-    achievable rate."""
-    t = result.traffic
-    units = t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])
-    return units / description.gpu.dram_bytes_per_s

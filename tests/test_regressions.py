@@ -105,3 +105,13 @@ def test_cu_sharing_is_drawn_beside_a_bound_that_holds(sublayer):
     assert bound == "ideal_all_reduce"
     assert r["cu_sharing"].time_s >= r[bound].time_s * (1 - 1e-9)
     assert r["ideal_all_reduce"].time_s <= r["ideal_overlap"].time_s
+
+
+def test_a_one_wave_gemm_still_overlaps_under_t3():
+    """A GEMM of one wave finishes every chunk at once: T3 overlapped nothing, and four more
+    columns (two waves) made it faster (h100-sxm, reduce-scatter over 11 GPUs). T3 now also
+    runs such a GEMM as two even waves on fewer CUs, and a bigger N is not faster."""
+    changes = dict(hbm_GBps=912.407725028574, link_bw_GBps=108.20399169334782, scale_out_GBps=35.1814169414829)
+    small, big = (_run("h100-sxm", (5251, n, 987), 11, ("sequential", "t3", "t3_mca"), **changes) for n in (380, 464))
+    for scheme in ("t3", "t3_mca"):
+        assert small[scheme].time_s <= big[scheme].time_s * (1 + SLACK), scheme

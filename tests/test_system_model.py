@@ -479,9 +479,7 @@ def test_faster_links_never_slow_a_scheme_beyond_its_transfers_dram_time():
         cfg, _, _ = _grid_point(*args)
         slow, fast = _evaluate(*args), _evaluate(point, tokens, link * 2, hbm, l2)
         for scheme in PAPER_SCHEMES:
-            t = slow[scheme].traffic
-            contention = (t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])) \
-                / cfg.system.gpu.dram_bytes_per_s
+            contention = slow[scheme].transfer_dram_s(cfg.system.gpu.dram_bytes_per_s)
             allowed = slow[scheme].time_s * 1e-3 + (0.0 if scheme == "t3_mca" else contention)
             if fast[scheme].time_s > slow[scheme].time_s + allowed:
                 rises.append(f"{args} {scheme}: {fast[scheme].time_s / slow[scheme].time_s - 1:+.3%}")

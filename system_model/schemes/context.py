@@ -68,6 +68,14 @@ class SchemeResult:
     def dram_bytes(self) -> float:
         return sum(self.traffic.values())
 
+    def transfer_dram_s(self, dram_bytes_per_s: float) -> float:
+        """The DRAM time of the scheme's transfers (the collective's reads and writes, each
+        written byte at most two units of service: a near-memory update) at ``dram_bytes_per_s``:
+        the most a transfer can take from its GEMM under round-robin arbitration."""
+        t = self.traffic
+        units = t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])
+        return units / dram_bytes_per_s
+
 
 def na(scheme: str, reason: str) -> SchemeResult:
     return SchemeResult(scheme, None, reason=reason)

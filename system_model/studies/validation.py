@@ -54,8 +54,12 @@ _CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crossc
 
 def crosscheck_error(path: Path = _CROSSCHECK_JSON) -> float:
     """T3's own mechanism against its RTL: the largest error in total cycles of the crosscheck's
-    recorded comparison (``make crosscheck``)."""
-    entries = json.loads(path.read_text())["entries"]
+    recorded comparison (``make crosscheck``); without the record (an installed copy has no
+    ``sim_results/``), the crosscheck's tolerance on totals, 10%, which the record is held to."""
+    try:
+        entries = json.loads(path.read_text())["entries"]
+    except FileNotFoundError:
+        return 0.10
     return max(abs(row["error"]) for e in entries for row in e["comparison"]["rows"].values())
 
 
