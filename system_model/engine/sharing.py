@@ -157,19 +157,39 @@ def _fill(flows, x: list, residual: list, capacity: list, extra: int = -1) -> No
         live = {i for i, _, _ in active}
 
 
+#: Allocations already computed, by everything :func:`_fill` reads: the sharing rule is a
+#: pure function of the flows' demands, weights, caps, classes and couplings and of the
+#: capacities, and one run of a sweep meets the same few combinations many times (every wave
+#: of a run beside a transfer of the same kind). Cleared when it outgrows its bound.
+_MEMO: dict = {}
+_MEMO_LIMIT = 1 << 16
+
+
 def allocate(flows: list, capacities: list, policy: Policy, dram_index: int) -> list:
     """Each flow's rate (units of its work per second) for one interval."""
+    key = (policy, tuple(capacities),
+           tuple((f.klass, f.weight, f.cap, f.coupled, f.ratio, f.dram, tuple(f.terms), tuple(f.floor_terms))
+                 for f in flows))
+    rates = _MEMO.get(key)
+    if rates is None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        rates = _MEMO[key] = _allocate(flows, capacities, policy)
+    return list(rates)
+
+
+def _allocate(flows: list, capacities: list, policy: Policy) -> tuple:
     x = [0.0] * len(flows)
     residual = list(capacities)
     indexed = list(enumerate(flows))
     if policy.kind == "rr" or len(flows) == 1:
         _fill(indexed, x, residual, list(capacities))
-        return x
+        return tuple(x)
     compute = [(i, f) for i, f in indexed if f.klass == "compute"]
     comm = [(i, f) for i, f in indexed if f.klass != "compute"]
     if not compute or not comm:
         _fill(indexed, x, residual, list(capacities))
-        return x
+        return tuple(x)
     capacity = list(capacities)
     floor = policy.comm_floor_grants_Bps
     on_dram = [(i, f) for i, f in comm if f.dram > 0]
@@ -182,4 +202,4 @@ def allocate(flows: list, capacities: list, policy: Policy, dram_index: int) -> 
         capacity.pop()
     _fill(compute, x, residual, capacity)
     _fill(comm, x, residual, capacity)
-    return x
+    return tuple(x)

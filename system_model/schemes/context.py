@@ -76,6 +76,16 @@ class SchemeResult:
         units = t["rs_reads"] + t["ag_reads"] + 2 * (t["rs_writes"] + t["ag_writes"])
         return units / dram_bytes_per_s
 
+    def contention_s(self, dram_bytes_per_s: float) -> float:
+        """The most that sharing the DRAM can move between the GEMM and the transfers: the
+        smaller of the two sides' DRAM time (the transfers' as :meth:`transfer_dram_s`, the
+        GEMM's reads and stores at one unit each). A change that spreads one side's DRAM
+        traffic thinner, or packs it tighter, moves at most this much time from one side to
+        the other."""
+        t = self.traffic
+        gemm = (t["gemm_reads"] + t["gemm_writes"]) / dram_bytes_per_s
+        return min(gemm, self.transfer_dram_s(dram_bytes_per_s))
+
 
 def na(scheme: str, reason: str) -> SchemeResult:
     return SchemeResult(scheme, None, reason=reason)
