@@ -19,6 +19,9 @@ from .studies.study import HEADLINE_SETS, PAPER_TP, run_study, study_points, sum
 
 __all__ = ["main"]
 
+#: The preset a command runs without --preset or --hardware-file.
+DEFAULT_PRESET = "t3-paper"
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
@@ -53,6 +56,12 @@ def _step(text: str) -> float:
     return value
 
 
+def _folder(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, not an empty string")
+    return Path(text)
+
+
 def _jobs(text: str) -> int:
     try:
         value = int(text)
@@ -64,11 +73,11 @@ def _jobs(text: str) -> int:
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="t3-paper", choices=list(PRESETS),
-                   help="hardware preset (default: %(default)s; `show-preset NAME` prints one as TOML)")
+    p.add_argument("--preset", default=None, choices=list(PRESETS),
+                   help=f"hardware preset (default: {DEFAULT_PRESET}; `show-preset NAME` prints one as TOML)")
     p.add_argument("--hardware-file", type=Path, default=None,
                    help="a hardware description (TOML, as `show-preset` prints) instead of --preset")
-    p.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    p.add_argument("--out", type=_folder, default=Path("sim_results"), help="output folder (default: %(default)s)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
                         "if present, else the rtl/ components' properties)")
@@ -104,18 +113,18 @@ def _parser() -> argparse.ArgumentParser:
                         help="also write the per-point table as JSON rows or Parquet (default: csv only)")
     sweep = sub.add_parser(
         "sweep", help="vary any hardware field, TP and model over a grid, on one process or on Dask; write a CSV",
-        description="Examples: 't3-model sweep --axis link_bw_GBps=100:900:100 --axis hbm_GBps=1000,2000,4000 "
+        description="Examples: 't3-model sweep --axis link_bw_GBps_per_link=100:900:100 --axis hbm_GBps=1000,2000,4000 "
                     "--axis tp=4,8,16 --models gpt-3' (a LocalCluster, one worker per core); '--workers 1' (this "
                     "process); '--scheduler tcp://host:8786' (an existing Dask cluster); '--resume' (skip the "
                     "tasks an interrupted run finished); '--format parquet'. Without --axis: link x HBM bandwidth.")
     _add_common(sweep)
     sweep.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                        help="a field and its values, a list (a,b,c) or an inclusive range (start:stop:step); "
-                            "repeatable: GPU, fabric, transport or kernel fields (link_bw_GBps is one link's, "
+                            "repeatable: GPU, fabric, transport or kernel fields (link_bw_GBps_per_link is one link's, "
                             "as in a hardware file), model fields (hidden, ffn, heads, kv_heads, layers), tp, model")
-    sweep.add_argument("--link-bw-GBps", type=_csv_list(float), default=None,
+    sweep.add_argument("--link-bw-GBps-per-link", type=_csv_list(float), default=None,
                        help="one link's bandwidth (both directions, GB/s, as in a hardware file), the same as "
-                            "--axis link_bw_GBps=... (default without --axis: 75,150,300,600)")
+                            "--axis link_bw_GBps_per_link=... (default without --axis: 75,150,300,600)")
     sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=None,
                        help="HBM bandwidths (GB/s), as --axis hbm_GBps=... "
                             "(default without --axis: 500,1000,2000,4000)")
@@ -149,16 +158,16 @@ def _parser() -> argparse.ArgumentParser:
                     "'python -m system_model crosscheck' (recorded RTL results, sim_results/crosscheck.json); "
                     "'python -m system_model crosscheck --rtl' (run every RTL scenario first: Verilator, minutes); "
                     "'python -m system_model crosscheck --rtl --size quick --only memory_heavy'.")
-    crosscheck.add_argument("--out", type=Path, default=Path("sim_results"),
+    crosscheck.add_argument("--out", type=_folder, default=Path("sim_results"),
                             help="output folder (default: %(default)s)")
     crosscheck.add_argument("--rtl", action="store_true", help="run the RTL scenarios (else read the recorded ones)")
-    crosscheck.add_argument("--size", choices=("full", "quick"), default="full",
-                            help="scenario sizes (default: %(default)s)")
+    crosscheck.add_argument("--size", choices=("full", "quick"), default=None,
+                            help="with --rtl: scenario sizes (default: full; without --rtl the record's)")
     crosscheck.add_argument("--only", default=None, help="one scenario (compute_bound, memory_heavy, link_bound)")
     crosscheck.add_argument("--gpus", type=int, default=None, help="only the scenarios with this many GPUs")
     crosscheck.add_argument("--schedule", choices=("t3", "t3_mca", "sequential"), default=None,
                             help="with --rtl: one schedule only (a replay; nothing is written)")
-    crosscheck.add_argument("--seed", type=int, default=1, help="data seed of the RTL runs (default: %(default)s)")
+    crosscheck.add_argument("--seed", type=int, default=None, help="with --rtl: data seed of the RTL runs (default: 1)")
     crosscheck.add_argument("--recorded", type=Path, default=None,
                             help="recorded RTL results to read (default: sim_results/crosscheck.json)")
     peers = sub.add_parser(
@@ -173,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--tp", type=_csv_list(int), default=None, help="TP degrees (default: 4,8,16,32)")
     peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
                        help="which phase (default: %(default)s)")
-    peers.add_argument("--out", type=Path, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    peers.add_argument("--out", type=_folder, default=Path("sim_results"), help="output folder (default: %(default)s)")
     peers.add_argument("--hardware-file", type=Path, default=None,
                        help="a hardware description (TOML) to run, alone unless --platforms names others too")
     peers.add_argument("--model-file", type=Path, default=None,
@@ -221,7 +230,7 @@ def _hardware(args):
 
     if getattr(args, "hardware_file", None) is not None:
         return read_hardware(args.hardware_file, presets=DESCRIPTIONS)
-    return DESCRIPTIONS[args.preset]
+    return DESCRIPTIONS[args.preset or DEFAULT_PRESET]
 
 
 def _model_file(args):
@@ -313,9 +322,10 @@ def _crosscheck(args) -> int:
         def show(run):
             print(f"RTL {run['scenario']}, N={run['gpus']}, {run['schedule']}: {run['total_cycles']:,} cycles "
                   f"({run['wall_s']:.1f} s)", file=sys.stderr, flush=True)
-        runs = xc.run_rtl(args.size, seed=args.seed, only=args.only, gpus=args.gpus, progress=show,
+        size, seed = args.size or "full", 1 if args.seed is None else args.seed
+        runs = xc.run_rtl(size, seed=seed, only=args.only, gpus=args.gpus, progress=show,
                           schedules=(args.schedule,) if args.schedule else xc.SCHEDULES)
-        recorded = {"size": args.size, "seed": args.seed, "runs": runs}
+        recorded = {"size": size, "seed": seed, "runs": runs}
         if args.schedule:
             return 0       # a replay of one run: its checks passed (run_scenario raises otherwise)
     else:
@@ -326,7 +336,8 @@ def _crosscheck(args) -> int:
         for key in ("size", "runs"):
             if key not in recorded:
                 raise ValueError(f"{path}: not a crosscheck record (no {key!r})")
-    entries = xc.entries(recorded["runs"], recorded["size"])
+    entries = [e for e in xc.entries(recorded["runs"], recorded["size"])
+               if (args.only is None or e["scenario"] == args.only) and (args.gpus is None or e["gpus"] == args.gpus)]
     if not entries:
         raise ValueError("no scenario has all of its RTL runs (t3, t3_mca, sequential)")
     text = xc.crosscheck_markdown(entries)
@@ -337,7 +348,7 @@ def _crosscheck(args) -> int:
     if args.only is None and args.gpus is None and (args.rtl or args.recorded is None):
         args.out.mkdir(parents=True, exist_ok=True)
         # Without --rtl: the recorded runs kept as they are, the model's side re-derived.
-        record = {"size": recorded["size"], "seed": recorded.get("seed", args.seed),
+        record = {"size": recorded["size"], "seed": recorded.get("seed", 1),
                   "seconds": round(time.perf_counter() - started, 1) if args.rtl else recorded.get("seconds"),
                   "commit": _git_commit() if args.rtl else recorded.get("commit"),
                   "tolerances": {"total": xc.TOLERANCE_TOTAL, "mca_points": xc.TOLERANCE_MCA_POINTS},
@@ -437,13 +448,13 @@ def _sweep(args) -> int:
     from .studies.sweep import SweepSpec, parse_axis, run_sweep, stderr_progress
 
     axes = [parse_axis(text) for text in args.axis]
-    if args.link_bw_GBps is not None:
-        axes.insert(0, parse_axis("link_bw_GBps=" + ",".join(map(str, args.link_bw_GBps))))
+    if args.link_bw_GBps_per_link is not None:
+        axes.insert(0, parse_axis("link_bw_GBps_per_link=" + ",".join(map(str, args.link_bw_GBps_per_link))))
     if args.hbm_GBps is not None:
         hbm = parse_axis("hbm_GBps=" + ",".join(map(str, args.hbm_GBps)))
-        axes.insert(1 if args.link_bw_GBps is not None else 0, hbm)
-    if not args.axis and args.link_bw_GBps is None and args.hbm_GBps is None:
-        axes = [parse_axis("link_bw_GBps=75,150,300,600"), parse_axis("hbm_GBps=500,1000,2000,4000")]
+        axes.insert(1 if args.link_bw_GBps_per_link is not None else 0, hbm)
+    if not args.axis and args.link_bw_GBps_per_link is None and args.hbm_GBps is None:
+        axes = [parse_axis("link_bw_GBps_per_link=75,150,300,600"), parse_axis("hbm_GBps=500,1000,2000,4000")]
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise ValueError(f"--axis: {next(n for n in names if names.count(n) > 1)} is given twice")
@@ -491,18 +502,88 @@ def _point(args) -> int:
     return 0
 
 
+def _check_args(args) -> None:
+    """Refuse, before any work, an option that conflicts with another or would be ignored, and
+    outputs that could not be written (issue #26: a conflict is an error, never resolved)."""
+    command = args.command
+    if getattr(args, "preset", None) is not None and getattr(args, "hardware_file", None) is not None:
+        raise ValueError("--preset and --hardware-file name two hardware descriptions: give one")
+    for option in ("models", "tp", "platforms"):
+        values = getattr(args, option, None) or []
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ValueError(f"--{option}: {repeated[0]} is given twice")
+    if command == "sweep":
+        named = {text.split("=", 1)[0].strip() for text in args.axis}
+        if args.tp is not None and "tp" in named:
+            raise ValueError("--tp and --axis tp both choose the TP degrees: give one")
+        if args.models is not None and "model" in named:
+            raise ValueError("--models and --axis model both choose the models: give one")
+    if command == "crosscheck":
+        _check_crosscheck(args)
+    out = getattr(args, "out", None)
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out}: a file is there, not a folder")
+        existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+        if not existing.is_dir() or not os.access(existing, os.W_OK):
+            raise ValueError(f"--out {out}: {existing} is not a folder this user can write in")
+        if command == "sweep" and args.resume:
+            stem = getattr(args, "hardware_file", None)
+            name = _hardware(args).name if stem is not None else (args.preset or DEFAULT_PRESET)
+            if not (out / f"sweep_{name}.csv").is_file():
+                raise ValueError(f"--resume: nothing to resume (no {out / f'sweep_{name}.csv'})")
+    if command in ("report", "sweep", "sensitivity") and not _hardware(args).t3_blocks:
+        raise ValueError(f"{_hardware(args).name}: t3_blocks = false, so the T3 schemes cannot run, and "
+                         f"`{command}` measures them (`point` and `peers` show the other schemes)")
+
+
+def _check_crosscheck(args) -> None:
+    from tb.gemm_ring.scenarios import scenarios
+
+    if not args.rtl:
+        for option in ("schedule", "size", "seed"):
+            if getattr(args, option) is not None:
+                raise ValueError(f"crosscheck --{option} needs --rtl (it chooses the RTL runs; the recorded "
+                                 f"ones are what they are)")
+    elif args.recorded is not None:
+        raise ValueError("crosscheck --recorded and --rtl: read a record or run the RTL, not both")
+    every = scenarios(args.size or "full")
+    names = sorted({sc.name for sc in every})
+    if args.only is not None and args.only not in names:
+        raise ValueError(f"crosscheck --only must be one of {', '.join(names)}, not {args.only!r}")
+    counts = sorted({sc.system.gpus for sc in every if args.only is None or sc.name == args.only})
+    if args.gpus is not None and args.gpus not in counts:
+        raise ValueError(f"crosscheck --gpus must be one of {', '.join(map(str, counts))}"
+                         f"{' for ' + args.only if args.only else ''}, not {args.gpus}")
+
+
+def _unknown_command(word: str) -> str | None:
+    """A first word that is neither a command nor an option: the nearest command, if any."""
+    import difflib
+
+    if word.startswith("-") or word in _COMMANDS:
+        return None
+    near = difflib.get_close_matches(word, list(_COMMANDS), n=1)
+    return f"unknown command {word!r}" + (f" (did you mean {near[0]!r}?)" if near else
+                                           f" (one of {', '.join(_COMMANDS)})")
+
+
 _COMMANDS = {"report": _report, "sweep": _sweep, "sensitivity": _sensitivity, "crosscheck": _crosscheck,
              "peers": _peers, "point": _point, "show-preset": _show_preset}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and (unknown := _unknown_command(argv[0])):
+        return _fail(unknown)
     if not argv or argv[0] not in (*_COMMANDS, "-h", "--help"):
         argv = ["report", *argv]
     try:
         args = _parser().parse_args(argv)
         if args.command == "show-preset":
             return _show_preset(args)
+        _check_args(args)
         args.workload = _model_file(args)        # a --model-file's model joins the zoo before anything runs
         loaded = result_cache.load()
         status = _COMMANDS[args.command](args)

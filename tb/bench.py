@@ -162,14 +162,14 @@ def markdown_table(result: dict) -> str:
 
 
 #: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
-SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000",
+SWEEP_ARGS = ["--link-bw-GBps-per-link", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000",
               "--workers", "1", "--no-plots"]
 
 
 #: The Dask sweep timed: the same grid as the one-process sweep, on a LocalCluster of 1 and of
 #: 2 single-threaded workers that the bench starts first (so that both rates are Dask's, and
 #: the cluster's start-up is not counted: the work the workers do is).
-DASK_SWEEP_ARGS = ["--link-bw-GBps", "50,75,100,150,200,300,400,600", "--hbm-GBps",
+DASK_SWEEP_ARGS = ["--link-bw-GBps-per-link", "50,75,100,150,200,300,400,600", "--hbm-GBps",
                    "500,750,1000,1500,2000,3000,4000,6000", "--no-plots"]
 
 

@@ -75,7 +75,7 @@ def test_micro_system_reads_the_rtl():
         assert gpu.dram_queue_entries == sc.system.compute_queue_depth
         # One link each way at the RTL's beat rate, carried at its full rate, one ring direction.
         assert fabric.topology == "ring" and fabric.ring_directions == 1
-        assert fabric.link_bw_GBps / 2 == pytest.approx(s.nmc.beat_width / 8 / link.cycles_per_beat)
+        assert fabric.link_bw_GBps_per_link / 2 == pytest.approx(s.nmc.beat_width / 8 / link.cycles_per_beat)
         assert transport.ce_link_efficiency == transport.sm_link_efficiency == 1.0
         assert fabric.link_latency_ns == link.latency
         assert (cfg.block.trigger_cycles + cfg.block.dma_issue_cycles + s.read_latency
@@ -105,7 +105,7 @@ def test_hardware_reduce_scatter_is_pipelined_across_steps():
     # Each forwarded byte: a DMA read here, an update (two units, or one) at the next GPU;
     # the channel serves one unit per request of dram_request_bytes a cycle; one link each way.
     units = 1 + gpu.nmc_update_units
-    rate = min(gpu.hbm_GBps / units, fabric.link_bw_GBps / 2)           # bytes per ns
+    rate = min(gpu.hbm_GBps / units, fabric.link_bw_GBps_per_link / 2)           # bytes per ns
     trigger = block.trigger_cycles + block.dma_issue_cycles + gpu.dram_latency_ns
     write = block.reducer_write_cycles
     hop = fabric.link_latency_ns

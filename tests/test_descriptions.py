@@ -46,7 +46,7 @@ def test_show_preset_then_hardware_file_reproduces_the_preset_report(tmp_path, c
 
 def test_a_changed_copy_changes_the_result(tmp_path, capsys):
     main(["show-preset", "t3-paper"])
-    text = capsys.readouterr().out.replace("link_bw_GBps = 150.0", "link_bw_GBps = 600.0")
+    text = capsys.readouterr().out.replace("link_bw_GBps_per_link = 150.0", "link_bw_GBps_per_link = 600.0")
     (tmp_path / "fast.toml").write_text(text.replace('name = "t3-paper"', 'name = "fast-links"'))
     small = ["--models", "mega-gpt-2", "--tp", "8", "--phase", "prefill", "--no-plots"]
     assert main(["report", "--hardware-file", str(tmp_path / "fast.toml"), "--out", str(tmp_path), *small]) == 0
@@ -87,8 +87,8 @@ BAD_HARDWARE = [
     (lambda t: t.replace("cus = 132", "cus = = 132"), "my_gpu.toml: not valid TOML"),
     (lambda t: t.replace("tile_m = 128", "tile_m = 0", 1),
      "my_gpu.toml: [[kernels]] #1 tile_m must be between 1 and 4096, not 0"),
-    (lambda t: t.replace("link_bw_GBps = 50", "link_bw_GBps = true"),
-     "my_gpu.toml: [fabric] link_bw_GBps must be a number, not True"),
+    (lambda t: t.replace("link_bw_GBps_per_link = 50", "link_bw_GBps_per_link = true"),
+     "my_gpu.toml: [fabric] link_bw_GBps_per_link must be a number, not True"),
     (lambda t: t.replace("hbm_efficiency = 0.85", "hbm_efficiency = 1.5"),
      "my_gpu.toml: [gpu] hbm_efficiency must be between 0.05 and 1.0, not 1.5"),
     # The [transport] table is required: what the links, engines and library reach.
@@ -109,8 +109,8 @@ BAD_HARDWARE += [
      "my_gpu.toml: [gpu] clock_GHz must be between 0.01 and 100, not 1e+300"),
     (lambda t: t.replace("mc_clock_GHz = 2.62", "mc_clock_GHz = 1e-300"),
      "my_gpu.toml: [gpu] mc_clock_GHz must be between 0.01 and 100, not 1e-300"),
-    (lambda t: t.replace("link_bw_GBps = 50", "link_bw_GBps = 1e300"),
-     "my_gpu.toml: [fabric] link_bw_GBps must be between 0.001 and 1000000.0, not 1e+300"),
+    (lambda t: t.replace("link_bw_GBps_per_link = 50", "link_bw_GBps_per_link = 1e300"),
+     "my_gpu.toml: [fabric] link_bw_GBps_per_link must be between 0.001 and 1000000.0, not 1e+300"),
     (lambda t: t.replace("l2_MB = 50", "l2_MB = nan"), "my_gpu.toml: [gpu] l2_MB must be a finite number, not nan"),
     (lambda t: t.replace("t3_blocks = true", 't3_blocks = "yes"'), "my_gpu.toml: t3_blocks must be true or false"),
     (lambda t: t.replace("[gpu]", "[[gpu]]"), "my_gpu.toml: gpu must be a table"),

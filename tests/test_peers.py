@@ -78,12 +78,12 @@ def test_fabric_rates_follow_the_topology():
 
 @pytest.mark.parametrize("changes, message", [
     (dict(topology="torus"), "topology must be one of ring, fully_connected, switch, not 'torus'"),
-    (dict(link_bw_GBps=0), "link_bw_GBps must be greater than 0, not 0"),
+    (dict(link_bw_GBps_per_link=0), "link_bw_GBps_per_link must be greater than 0, not 0"),
     (dict(topology="ring", links_per_gpu=3), "links_per_gpu must be 2 on a ring, not 3"),
     (dict(links_per_gpu=6), "links_per_gpu must be at least domain_gpus - 1 = 7 when fully connected, not 6"),
     (dict(switch_reduction=True), "switch_reduction needs topology 'switch'"),
     (dict(domain_gpus=1), "domain_gpus must be between 2 and 65536, not 1"),
-    (dict(scale_out_GBps=-5.0), "scale_out_GBps must be greater than 0, not -5.0"),
+    (dict(scale_out_GBps_per_gpu=-5.0), "scale_out_GBps_per_gpu must be greater than 0, not -5.0"),
     (dict(ring_directions=3), "ring_directions must be between 1 and 2, not 3"),
 ])
 def test_fabric_errors_name_the_field_and_the_bound(changes, message):
@@ -96,7 +96,7 @@ def test_fabric_errors_name_the_field_and_the_bound(changes, message):
 # -- platforms -----------------------------------------------------------------------------
 
 DATASHEET_FIELDS = ("cus", "clock_GHz", "dense_fp16_TFLOPS", "l2_MB", "hbm_GBps", "hbm_stacks", "topology",
-                    "link_bw_GBps", "links_per_gpu", "domain_gpus", "switch_reduction", "scale_out_GBps",
+                    "link_bw_GBps_per_link", "links_per_gpu", "domain_gpus", "switch_reduction", "scale_out_GBps_per_gpu",
                     "fp16_flops_per_cycle_per_cu", "hbm_channels", "mc_clock_GHz", "dram_latency_ns",
                     "link_latency_ns", "scale_out_latency_ns")
 
@@ -184,7 +184,7 @@ def test_the_ideal_bound_is_the_fabrics_bytes(sample_results):
             ar = total / egress if f.switch_reduction else 2 * rs
         else:
             nodes = tp // f.domain_gpus
-            rs = total / f.domain_gpus * (nodes - 1) / nodes / (f.scale_out_GBps * 1e9)
+            rs = total / f.domain_gpus * (nodes - 1) / nodes / (f.scale_out_GBps_per_gpu * 1e9)
             ar = 2 * rs
         whole = rs if coll == "reduce_scatter" else ar
         assert results["ideal_all_reduce"].time_s >= whole * (1 - 1e-9), (name, tp, shape)
@@ -265,8 +265,8 @@ def test_t3_without_its_blocks_and_direct_schemes_on_a_ring_are_na():
 def test_every_scheme_is_faster_on_faster_links(name, tp, shape):
     """Link (and NIC) bandwidth at 0.5x, 1x and 2x the platform's; allowed: 0.1% of rise."""
     p = PLATFORMS[name]
-    runs = [_run(q, shape, tp) for q in (p.with_changes(link_bw_GBps=x * p.fabric.link_bw_GBps,
-                                                        scale_out_GBps=x * p.fabric.scale_out_GBps)
+    runs = [_run(q, shape, tp) for q in (p.with_changes(link_bw_GBps_per_link=x * p.fabric.link_bw_GBps_per_link,
+                                                        scale_out_GBps_per_gpu=x * p.fabric.scale_out_GBps_per_gpu)
                                          for x in (0.5, 1.0, 2.0))]
     compared = 0
     for scheme in PEER_SCHEMES:

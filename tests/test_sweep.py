@@ -17,7 +17,7 @@ from system_model.studies.sweep import parse_axis
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
               pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
-SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps=75:300:75", "--axis", "hbm_GBps=1000,2000"]
+SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps_per_link=75:300:75", "--axis", "hbm_GBps=1000,2000"]
 
 
 def _rows(path):
@@ -26,7 +26,7 @@ def _rows(path):
 
 
 def test_axes_lists_ranges_and_types():
-    assert parse_axis("link_bw_GBps=100:400:100").values == (100.0, 200.0, 300.0, 400.0)
+    assert parse_axis("link_bw_GBps_per_link=100:400:100").values == (100.0, 200.0, 300.0, 400.0)
     assert parse_axis("hbm_GBps=1000,2000,4000").values == (1000.0, 2000.0, 4000.0)
     assert parse_axis("tp=4,8,16").values == (4, 8, 16)
     assert parse_axis("cus=64:128:32").values == (64, 96, 128)
@@ -39,8 +39,8 @@ def test_axes_lists_ranges_and_types():
 @pytest.mark.parametrize("text, message", [
     ("hbm=1000", "--axis hbm: not a sweepable field"),
     ("cus=64.5", "--axis cus: expected an integer, not '64.5'"),
-    ("link_bw_GBps=100:50:10", "--axis link_bw_GBps: a range needs step > 0 and stop >= start"),
-    ("link_bw_GBps=1:2", "--axis link_bw_GBps: a range is start:stop:step"),
+    ("link_bw_GBps_per_link=100:50:10", "--axis link_bw_GBps_per_link: a range needs step > 0 and stop >= start"),
+    ("link_bw_GBps_per_link=1:2", "--axis link_bw_GBps_per_link: a range is start:stop:step"),
     ("hbm_GBps=1000,1000", "--axis hbm_GBps: repeated values"),
     ("tp", "--axis must be NAME=VALUES"),
     ("model=gpt-5", "--axis model: model must be one of"),
@@ -49,7 +49,7 @@ def test_axes_lists_ranges_and_types():
     ("channels=0,8", "--axis channels=0: channels must be between 1 and 1024, not 0"),
     ("cus=inf", "--axis cus: expected a finite number, not 'inf'"),
     ("tp=0,8", "--axis tp: tp must be between 2 and 1024, not 0"),
-    ("link_bw_GBps=1:1000000:1", "--axis link_bw_GBps: 1000000 values; at most 100000"),
+    ("link_bw_GBps_per_link=1:1000000:1", "--axis link_bw_GBps_per_link: 1000000 values; at most 100000"),
     ("hbm_GBps=-5,1000", "--axis hbm_GBps=-5.0: hbm_GBps must be greater than 0, not -5.0"),
 ])
 def test_bad_axes_are_one_line_and_exit_2(text, message, tmp_path, capsys):
@@ -68,7 +68,7 @@ def one_process(tmp_path_factory):
 
 def test_one_process_sweep_has_every_configuration(one_process):
     rows = _rows(one_process)
-    assert rows[0][:3] == ["task", "link_bw_GBps", "hbm_GBps"]
+    assert rows[0][:3] == ["task", "link_bw_GBps_per_link", "hbm_GBps"]
     assert len(rows) - 1 == 4 * 2 * 2 * 6    # links x HBMs x TPs x sublayers
     assert [int(r[0]) for r in rows[1:]] == sorted(int(r[0]) for r in rows[1:])
 
@@ -147,10 +147,10 @@ def test_report_and_peers_write_their_tables_in_the_format(fmt, tmp_path):
 
 def test_a_model_field_is_an_axis_too(tmp_path, capsys):
     base = ["--models", "llama-3-8b", "--tp", "8", "--phase", "prefill", "--no-plots"]
-    assert main(["sweep", *base, "--axis", "link_bw_GBps=75", "--workers", "1", "--out", str(tmp_path / "a")]) == 0
-    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps=75", "--workers", "1",
+    assert main(["sweep", *base, "--axis", "link_bw_GBps_per_link=75", "--workers", "1", "--out", str(tmp_path / "a")]) == 0
+    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps_per_link=75", "--workers", "1",
                  "--out", str(tmp_path / "b")]) == 0
-    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps=75", "--workers", "2",
+    assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps_per_link=75", "--workers", "2",
                  "--out", str(tmp_path / "c")]) == 0
     plain, swept = _rows(tmp_path / "a" / "sweep_t3-paper.csv"), _rows(tmp_path / "b" / "sweep_t3-paper.csv")
     at_4096 = [r[:1] + r[2:] for r in swept[1:] if r[1] == "4096"]

@@ -167,8 +167,8 @@ def test_crossings_per_gpu():
 
 #: A ring of 4 GPUs with 100 GB/s links (50 GB/s each way, one direction used), 1 us hops,
 #: payload efficiency 1, RCCL with 16 channels of 6 GB/s.
-TOY_FABRIC = FabricConfig(topology="ring", link_bw_GBps=100, links_per_gpu=2, link_latency_ns=1000, domain_gpus=64,
-                          scale_out_GBps=50, scale_out_latency_ns=1000, ring_directions=1)
+TOY_FABRIC = FabricConfig(topology="ring", link_bw_GBps_per_link=100, links_per_gpu=2, link_latency_ns=1000, domain_gpus=64,
+                          scale_out_GBps_per_gpu=50, scale_out_latency_ns=1000, ring_directions=1)
 TOY_TRANSPORT = TransportConfig(library="rccl", generation="cdna2", sm_link_efficiency=1.0, ce_link_efficiency=1.0,
                                 channels=16, channel_GBps=6.0)
 
@@ -190,7 +190,7 @@ def test_software_ring_by_hand():
     ag = plan("all_gather", 8e6, 4, TOY_FABRIC, TOY_TRANSPORT)
     assert (ag.dram_read_bytes, ag.dram_write_bytes) == (pytest.approx(4 * 2e6), pytest.approx(6 * 2e6))
     # With a fast link the 16 channels bind (16 x 6 GB/s); the DRAM's share is the timeline's.
-    fast = plan("reduce_scatter", 8e6, 4, replace(TOY_FABRIC, link_bw_GBps=1e4), TOY_TRANSPORT)
+    fast = plan("reduce_scatter", 8e6, 4, replace(TOY_FABRIC, link_bw_GBps_per_link=1e4), TOY_TRANSPORT)
     assert fast.bus_Bps == pytest.approx(16 * 6e9)
 
 
@@ -218,7 +218,7 @@ def test_hardware_ring_has_no_flags():
     # No flags and no per-step library latency: faster than the library's ring RS alone.
     assert hw < plan("reduce_scatter", 8e6, 4, TOY_FABRIC, TOY_TRANSPORT).time_s
     # A DMA read and a two-unit update per forwarded byte: DRAM-bound when nothing else is.
-    fast = _toy_sublayer(replace(TOY_FABRIC, link_bw_GBps=1e4))
+    fast = _toy_sublayer(replace(TOY_FABRIC, link_bw_GBps_per_link=1e4))
     rate = gpu.dram_bytes_per_s / (1 + gpu.nmc_update_units)
     assert rate < block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels) and rate < 5e12
     assert hardware_rs_s(fast) == pytest.approx(start + 3 * chunk / rate + 1e-6 + write)
@@ -313,7 +313,7 @@ def test_mca_never_loses(paper_results):
 @pytest.fixture(scope="module")
 def contended_cfg():
     """Links of 600 GB/s against 500 GB/s of HBM: communication takes most of each channel."""
-    return _config("t3-paper", link_bw_GBps=600, hbm_GBps=500)
+    return _config("t3-paper", link_bw_GBps_per_link=600, hbm_GBps=500)
 
 
 HEADLINE = [p for p in study_points(phases=("training",)) if p.model in ("mega-gpt-2", "t-nlg")]
@@ -433,7 +433,7 @@ GRID = list(itertools.product([("mega-gpt-2", "OP", 8), ("t-nlg", "FC-2", 16), (
 
 def _grid_point(point, tokens, link, hbm, l2):
     model, sublayer, tp = point
-    cfg = _config("t3-paper", link_bw_GBps=link, hbm_GBps=hbm, l2_MB=l2)
+    cfg = _config("t3-paper", link_bw_GBps_per_link=link, hbm_GBps=hbm, l2_MB=l2)
     return cfg, sublayer_gemm(MODELS[model], sublayer, tokens, tp), tp
 
 

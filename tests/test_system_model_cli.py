@@ -45,7 +45,7 @@ def test_help_documents_every_option():
     for option in ("--preset", "--models", "--tp", "--phase", "--out", "--no-plots", "--rtl-timing"):
         assert option in result.stdout
     sweep = run_cli("sweep", "--help")
-    assert "--link-bw-GBps" in sweep.stdout and "--hbm-GBps" in sweep.stdout
+    assert "--link-bw-GBps-per-link" in sweep.stdout and "--hbm-GBps" in sweep.stdout
     sensitivity = run_cli("sensitivity", "--help")
     assert sensitivity.returncode == 0
     for option in ("--preset", "--out", "--rtl-timing", "--step", "--jobs"):
@@ -73,7 +73,7 @@ def test_help_documents_every_option():
     ["sweep", "--tp", "7", "--models", "mega-gpt-2"],
     ["sweep", "--hbm-GBps", "inf"],
     ["sweep", "--hbm-GBps", "1e-9"],
-    ["sweep", "--link-bw-GBps", ""],
+    ["sweep", "--link-bw-GBps-per-link", ""],
 ])
 def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
     result = run_cli(*args, "--out", str(tmp_path))
@@ -141,14 +141,14 @@ def test_report_without_plots_writes_no_png(tmp_path):
 
 
 def test_sweep_writes_csv_with_progress(tmp_path, capsys):
-    assert main(["sweep", "--models", "t-nlg", "--tp", "8,16", "--link-bw-GBps", "75,150",
+    assert main(["sweep", "--models", "t-nlg", "--tp", "8,16", "--link-bw-GBps-per-link", "75,150",
                  "--hbm-GBps", "1000", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "configurations" in captured.err and "/s" in captured.err
     with (tmp_path / "sweep_t3-paper.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 * 2 * 6  # link values x TP x (4 training + 2 prefill sublayers)
-    assert {r["link_bw_GBps"] for r in rows} == {"75.0", "150.0"}
+    assert {r["link_bw_GBps_per_link"] for r in rows} == {"75.0", "150.0"}
 
 
 # -- the report's pieces on synthetic results: slowdowns and DRAM use over time that the model

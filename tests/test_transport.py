@@ -214,14 +214,14 @@ def test_time_never_rises_with_faster_links(name):
             for S in SPOT_SIZES:
                 prev = math.inf
                 for scale in (0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0):
-                    faster = replace(fabric, link_bw_GBps=fabric.link_bw_GBps * scale)
+                    faster = replace(fabric, link_bw_GBps_per_link=fabric.link_bw_GBps_per_link * scale)
                     t = plan(op, S, n, faster, transport).time_s
                     assert t <= prev * (1 + 1e-12), (n, op, S, scale)
                     prev = t
                 if n > fabric.domain_gpus:                                 # and faster NICs
                     prev = math.inf
                     for scale in (0.25, 1.0, 4.0, 16.0):
-                        t = plan(op, S, n, replace(fabric, scale_out_GBps=fabric.scale_out_GBps * scale),
+                        t = plan(op, S, n, replace(fabric, scale_out_GBps_per_gpu=fabric.scale_out_GBps_per_gpu * scale),
                                  transport).time_s
                         assert t <= prev * (1 + 1e-12), (n, op, S, "nic", scale)
                         prev = t

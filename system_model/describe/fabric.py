@@ -48,7 +48,7 @@ class FabricConfig:
     topology : str
         ``ring`` (each GPU linked to two neighbours), ``fully_connected`` (links to every
         peer) or ``switch`` (every link to a switch).
-    link_bw_GBps : float
+    link_bw_GBps_per_link : float
         One link, both directions together (the vendor's figure).
     links_per_gpu : int
         Links a GPU has into the fabric.
@@ -60,18 +60,18 @@ class FabricConfig:
         The switch can reduce (NVLink SHARP, NVSwitch gen 3 and later).
     switch_reduce_latency_ns : float
         What an in-switch reduction adds to a hop (the switch gathers every GPU's operand).
-    scale_out_GBps : float
+    scale_out_GBps_per_gpu : float
         One GPU's NIC, one direction (400 Gb/s InfiniBand NDR: 50 GB/s).
     scale_out_latency_ns : float
         A hop through the NICs and the network.
     """
 
     topology: str
-    link_bw_GBps: float
+    link_bw_GBps_per_link: float
     links_per_gpu: int
     link_latency_ns: float
     domain_gpus: int
-    scale_out_GBps: float
+    scale_out_GBps_per_gpu: float
     scale_out_latency_ns: float
     switch_reduction: bool = False
     switch_reduce_latency_ns: float = 0.0
@@ -80,13 +80,13 @@ class FabricConfig:
     def __post_init__(self):
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"topology must be one of {', '.join(TOPOLOGIES)}, not {self.topology!r}")
-        check_positive("link_bw_GBps", self.link_bw_GBps)
-        check_range("link_bw_GBps", self.link_bw_GBps, 1e-3, 1e6)
+        check_positive("link_bw_GBps_per_link", self.link_bw_GBps_per_link)
+        check_range("link_bw_GBps_per_link", self.link_bw_GBps_per_link, 1e-3, 1e6)
         check_int_range("links_per_gpu", self.links_per_gpu, 1, 1024)
         check_range("link_latency_ns", self.link_latency_ns, 0, 1e6)
         check_int_range("domain_gpus", self.domain_gpus, 2, 1 << 16)
-        check_positive("scale_out_GBps", self.scale_out_GBps)
-        check_range("scale_out_GBps", self.scale_out_GBps, 1e-3, 1e6)
+        check_positive("scale_out_GBps_per_gpu", self.scale_out_GBps_per_gpu)
+        check_range("scale_out_GBps_per_gpu", self.scale_out_GBps_per_gpu, 1e-3, 1e6)
         check_range("scale_out_latency_ns", self.scale_out_latency_ns, 0, 1e7)
         check_range("switch_reduce_latency_ns", self.switch_reduce_latency_ns, 0, 1e6)
         check_int_range("ring_directions", self.ring_directions, 1, 2)
@@ -102,7 +102,7 @@ class FabricConfig:
     @property
     def link_Bps(self) -> float:
         """One link, one direction."""
-        return self.link_bw_GBps * 1e9 / 2
+        return self.link_bw_GBps_per_link * 1e9 / 2
 
     def in_domain(self, n: int) -> bool:
         return n <= self.domain_gpus
@@ -137,7 +137,7 @@ class FabricConfig:
             raise ValueError("direct sends need a fully connected or switch fabric, not a ring")
         inside = min(n, self.domain_gpus)
         fabric_s = (inside - 1) * bytes_per_peer / self.group_egress_Bps(inside)
-        outside_s = (n - inside) * bytes_per_peer / (self.scale_out_GBps * 1e9)
+        outside_s = (n - inside) * bytes_per_peer / (self.scale_out_GBps_per_gpu * 1e9)
         return max(fabric_s, outside_s)
 
     def hierarchical_rs_s(self, total_bytes: float, n: int) -> float:
@@ -147,7 +147,7 @@ class FabricConfig:
         d = min(n, self.domain_gpus)
         nodes = math.ceil(n / d)
         inside = (d - 1) / d * total_bytes / self.group_egress_Bps(d) if d > 1 else 0.0
-        between = (nodes - 1) / nodes * total_bytes / d / (self.scale_out_GBps * 1e9)
+        between = (nodes - 1) / nodes * total_bytes / d / (self.scale_out_GBps_per_gpu * 1e9)
         return max(inside, between)
 
     def hop_latency_s(self, n: int) -> float:

@@ -12,7 +12,7 @@ show-preset NAME``) is such a file, shipped in ``system_model/describe/presets/`
     cus = 132                   # l2_MB, hbm_GBps, hbm_efficiency, mc_clock_GHz,
     ...                         # hbm_channels, dram_latency_ns, ... (see hardware.py)
 
-    [fabric]                    # FabricConfig: topology, link_bw_GBps, links_per_gpu, ...
+    [fabric]                    # FabricConfig: topology, link_bw_GBps_per_link, links_per_gpu, ...
     ...
 
     [transport]                 # TransportConfig: library, generation, sm_link_efficiency,
@@ -127,11 +127,20 @@ def _typed(where: str, key: str, value, annotation: str):
     return value
 
 
+#: Fields renamed so that the name says the scope (issue #26: one meaning per field): the old
+#: name is refused with the new one, never read as something else.
+RENAMED = {"link_bw_GBps": ("link_bw_GBps_per_link", "one link, both directions"),
+           "scale_out_GBps": ("scale_out_GBps_per_gpu", "one GPU's NIC, one direction")}
+
+
 def _build(cls, table, where: str):
     if not isinstance(table, dict):
         raise DescriptionError(f"{where} must be a table, not {_short(table)}")
     known = _fields(cls)
     unknown = sorted(set(table) - set(known))
+    for key in unknown:
+        if key in RENAMED:
+            raise DescriptionError(f"{where} {key!r} is now {RENAMED[key][0]!r} ({RENAMED[key][1]}): rename it")
     if unknown:
         raise DescriptionError(f"{where} unknown key {unknown[0]!r} (expected one of {', '.join(known)})")
     missing = [name for name, f in known.items() if name not in table
@@ -162,8 +171,18 @@ def _check_name(file: str, name: str) -> None:
                                f"files), not {name!r}")
 
 
+#: The largest description file read (a hardware or model file is a few KB; this refuses a
+#: device or a log handed over by mistake before reading it).
+MAX_FILE_BYTES = 1 << 20
+
+
 def _load(path: Path) -> dict:
     try:
+        if path.exists() and not path.is_dir() and not path.is_file():
+            raise DescriptionError(f"{path}: not a regular file (a device, a pipe or a socket)")
+        if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
+            raise DescriptionError(f"{path}: {path.stat().st_size:,} bytes; a description is at most "
+                                   f"{MAX_FILE_BYTES:,}")
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise DescriptionError(f"{path}: no such file") from None

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 from .units import check_int_range
 
-__all__ = ["TransformerModel", "MODELS", "SUBLAYERS", "PHASES", "WorkloadConfig", "GemmShape",
+#: Transformer layers a model may have (the largest published dense models have about 100-200).
+MAX_LAYERS = 10_000
+
+__all__ = ["TransformerModel", "MAX_LAYERS", "MODELS", "SUBLAYERS", "PHASES", "WorkloadConfig", "GemmShape",
            "sublayer_gemm", "model"]
 
 
@@ -64,8 +67,9 @@ class TransformerModel:
     dropout: bool = True
 
     def __post_init__(self):
-        for name in ("hidden", "heads", "layers", "ffn_multiplier"):
+        for name in ("hidden", "heads", "ffn_multiplier"):
             check_int_range(name, getattr(self, name), 1, 1 << 20)
+        check_int_range("layers", self.layers, 1, MAX_LAYERS)
         if self.kv_heads is not None:
             check_int_range("kv_heads", self.kv_heads, 1, self.heads)
         if self.ffn_dim is not None:

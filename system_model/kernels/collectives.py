@@ -134,7 +134,7 @@ def ring_bus_Bps(fabric: FabricConfig, transport: TransportConfig, n: int, *, ch
     ppn = min(n, fabric.domain_gpus)
     rate = fabric.group_egress_Bps(ppn) * transport.sm_link_efficiency
     if n > fabric.domain_gpus:
-        rate = min(rate, ppn * fabric.scale_out_GBps * 1e9 * transport.nic_efficiency)
+        rate = min(rate, ppn * fabric.scale_out_GBps_per_gpu * 1e9 * transport.nic_efficiency)
     k = transport.channels if channels is None else channels
     return min(rate, k * transport.channel_GBps * 1e9)
 
@@ -202,7 +202,7 @@ def _candidates(op: str, S: float, n: int, fabric: FabricConfig, t: TransportCon
                 if nodes == 1:
                     out.append(("nvls", "simple", lib["nvls_latency"], nvls * n / nsteps))
                 else:
-                    inter = ppn * fabric.scale_out_GBps * t.nic_efficiency
+                    inter = ppn * fabric.scale_out_GBps_per_gpu * t.nic_efficiency
                     cap = lib["nvls_tree_per_channel"].get(gen, (0.0, 0.0, 0.0))[idx] * min(ppn, 32)
                     b = min(nvls, 2 * inter if nodes <= 2 else inter, cap if cap > 0 else math.inf)
                     lat = lib["nvls_latency"] + 2 * _log2i(nodes) * lib["net"]["nvls_tree"]

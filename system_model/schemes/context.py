@@ -132,7 +132,7 @@ class Sublayer:
 
     @functools.cached_property
     def nic_Bps(self) -> float:
-        return self.fabric.scale_out_GBps * 1e9
+        return self.fabric.scale_out_GBps_per_gpu * 1e9
 
     @functools.cached_property
     def reducer_Bps(self) -> float:

@@ -86,9 +86,9 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
                     dram_latency_ns=float(latency), dram_queue_entries=sysm.compute_queue_depth,
                     dram_request_bytes=beat, nmc_update_units=round(1 / s.nmc.requests_per_cycle),
                     mc_reads_first=s.compute_reads_first)
-    fabric = FabricConfig(topology="ring", link_bw_GBps=2 * beat / link.cycles_per_beat, links_per_gpu=2,
+    fabric = FabricConfig(topology="ring", link_bw_GBps_per_link=2 * beat / link.cycles_per_beat, links_per_gpu=2,
                           link_latency_ns=float(link.latency), domain_gpus=sysm.gpus,
-                          scale_out_GBps=beat / link.cycles_per_beat, scale_out_latency_ns=float(link.latency),
+                          scale_out_GBps_per_gpu=beat / link.cycles_per_beat, scale_out_latency_ns=float(link.latency),
                           ring_directions=1)
     transport = TransportConfig(library="rccl", generation="cdna2", sm_link_efficiency=1.0, ce_link_efficiency=1.0,
                                 channels=1, channel_GBps=float(beat), nic_doorbell_ns=0.0)

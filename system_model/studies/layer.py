@@ -73,7 +73,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..describe.config import StudyConfig
-from ..describe.models import MODELS, PHASES, SUBLAYERS, GemmShape, TransformerModel, sublayer_gemm
+from ..describe.models import MAX_LAYERS, MODELS, PHASES, SUBLAYERS, GemmShape, TransformerModel, sublayer_gemm
 from ..describe.units import check_int_range, check_positive, check_range
 from ..kernels.gemm import choose_kernel, gemm_timing
 from ..kernels.gemm import gemm_alone_s as _gemm_alone_s
@@ -369,7 +369,7 @@ class LayerResult:
         _check_choice("phase", self.phase, tuple(PHASES))
         check_int_range("tp", self.tp, 2, 1024)
         check_int_range("tokens", self.tokens, 1, 1 << 24)
-        check_int_range("layers", self.layers, 1, 10_000)
+        check_int_range("layers", self.layers, 1, MAX_LAYERS)
         check_int_range("local_heads", self.local_heads, 1, 1 << 16)
         if not self.op_times_s:
             raise ValueError("op_times_s must not be empty")

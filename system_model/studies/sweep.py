@@ -1,6 +1,6 @@
 """Design-space sweeps: any hardware or kernel field as an axis, on one process or on Dask.
 
-``t3-model sweep --axis link_bw_GBps=100:900:100 --axis hbm_GBps=1000,2000,4000 --axis
+``t3-model sweep --axis link_bw_GBps_per_link=100:900:100 --axis hbm_GBps=1000,2000,4000 --axis
 tp=4,8,16`` runs the sublayer study (every scheme, every chosen model, TP, phase and
 sublayer) at every point of the product of the hardware axes. A **configuration** is one
 hardware point with one sublayer point; a **task** is one hardware point with all its
@@ -8,7 +8,7 @@ sublayer points, and the unit that runs on a worker.
 
 * An axis is ``NAME=a,b,c`` (a list) or ``NAME=start:stop:step`` (inclusive of ``stop``).
   ``NAME`` is a field of the GPU (:class:`~system_model.describe.hardware.GpuConfig`), of
-  the fabric (:class:`~system_model.describe.fabric.FabricConfig`: ``link_bw_GBps`` is one
+  the fabric (:class:`~system_model.describe.fabric.FabricConfig`: ``link_bw_GBps_per_link`` is one
   link's figure, as in a hardware file), of the transports
   (:class:`~system_model.describe.transport.TransportConfig`) or of the GEMM kernels
   (:class:`~system_model.describe.kernels.GemmKernelConfig`: every kernel takes the value),
@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..describe.fabric import FabricConfig
+from ..describe.files import RENAMED
 from ..describe.hardware import GpuConfig
 from ..describe.kernels import GemmKernelConfig
 from ..describe.models import MODELS, PHASES, TransformerModel
@@ -90,6 +91,8 @@ def parse_axis(text: str) -> Axis:
     if "=" not in text:
         raise ValueError(f"--axis must be NAME=VALUES, not {text!r}")
     name, spec = (part.strip() for part in text.split("=", 1))
+    if name in RENAMED:
+        raise ValueError(f"--axis {name}: now {RENAMED[name][0]} ({RENAMED[name][1]})")
     if name not in HARDWARE_AXES and name not in POINT_AXES and name not in MODEL_AXES:
         raise ValueError(f"--axis {name}: not a sweepable field (one of tp, model, {', '.join(MODEL_AXES)}, "
                          f"{', '.join(HARDWARE_AXES)})")

@@ -1,0 +1,59 @@
+"""Every conflicting, ignored or impossible option is a one-line error with exit status 2,
+raised before any work is done, and nothing is written (issue #26). One row per case."""
+
+from __future__ import annotations
+
+import pytest
+
+from system_model.cli import main
+from system_model.describe.files import dump_hardware
+from system_model.describe.presets import DESCRIPTIONS
+
+PRESET_FILE = "h100.toml"
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / PRESET_FILE).write_text(dump_hardware(DESCRIPTIONS["h100-sxm"]))
+    no_t3 = dump_hardware(DESCRIPTIONS["t3-paper"]).replace("t3_blocks = true", "t3_blocks = false")
+    (tmp_path / "no_t3.toml").write_text(no_t3.replace('name = "t3-paper"', 'name = "no-t3"'))
+    (tmp_path / "big.toml").write_text('name = "big"\nhidden = 4096\nffn = 16384\nactivation = "gelu"\n'
+                                       'heads = 32\nlayers = 1048576\n')
+    (tmp_path / "a_file").write_text("")
+    return tmp_path
+
+
+CASES = [
+    (["report", "--preset", "h100-sxm", "--hardware-file", PRESET_FILE], "--preset and --hardware-file"),
+    (["sweep", "--tp", "8", "--axis", "tp=4,8"], "--tp and --axis tp"),
+    (["sweep", "--models", "gpt-3", "--axis", "model=gpt-3"], "--models and --axis model"),
+    (["crosscheck", "--only", "bogus"], "--only must be one of"),
+    (["crosscheck", "--gpus", "3"], "--gpus must be one of"),
+    (["crosscheck", "--schedule", "t3"], "--schedule needs --rtl"),
+    (["crosscheck", "--seed", "3"], "--seed needs --rtl"),
+    (["crosscheck", "--rtl", "--recorded", "x.json"], "--recorded and --rtl"),
+    (["report", "--hardware-file", "no_t3.toml"], "t3_blocks = false"),
+    (["sweep", "--hardware-file", "no_t3.toml"], "t3_blocks = false"),
+    (["report", "--models", "gpt-3,gpt-3"], "gpt-3 is given twice"),
+    (["report", "--tp", "8,8"], "8 is given twice"),
+    (["peers", "--platforms", "h100-sxm,h100-sxm"], "h100-sxm is given twice"),
+    (["report", "--out", ""], "expected a folder, not an empty string"),
+    (["sweep", "--resume", "--models", "gpt-3"], "nothing to resume"),
+    (["report", "--out", "a_file"], "a file is there, not a folder"),
+    (["report", "--out", "a_file/below"], "is not a folder this user can write in"),
+    (["report", "--hardware-file", "/dev/zero"], "not a regular file"),
+    (["reprot"], "did you mean 'report'"),
+    (["report", "--model-file", "big.toml", "--tp", "8"], r"big\.toml: layers must be between 1 and 10000"),
+    (["sweep", "--axis", "link_bw_GBps=100,200"], "now link_bw_GBps_per_link"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
+def test_refused_before_any_work(folder, capsys, argv, message):
+    before = sorted(p.name for p in folder.iterdir())
+    assert main([*argv, "--no-plots"] if argv[0] in ("report", "sweep") else argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert __import__("re").search(message, err[0]), err[0]
+    assert sorted(p.name for p in folder.iterdir()) == before, "a refused command wrote something"
