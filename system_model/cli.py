@@ -404,6 +404,7 @@ def _sensitivity(args) -> int:
     print(f"preset {cfg.system.name}: {cfg.system.source}")
     print(f"block timing: {cfg.block.source}, in memory-controller cycles at {cfg.system.gpu.mc_clock_GHz:g} GHz")
     print(format_sensitivity(result))
+    print(f"{result.variants} variants in {result.elapsed_s:.2f} s", file=sys.stderr)
     for path in write_sensitivity(result, args.out):
         print(f"wrote {path}")
     for path in _sensitivity_table(result, args.out, args.format):

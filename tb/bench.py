@@ -162,7 +162,8 @@ def markdown_table(result: dict) -> str:
 
 
 #: The sweep grid timed: 8 link x 8 HBM bandwidths over every model, TP and sublayer.
-SWEEP_ARGS = ["--link-bw-GBps-per-link", "50,75,100,150,200,300,400,600", "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000",
+SWEEP_ARGS = ["--link-bw-GBps-per-link", "50,75,100,150,200,300,400,600",
+              "--hbm-GBps", "500,750,1000,1500,2000,3000,4000,6000",
               "--workers", "1", "--no-plots"]
 
 

@@ -69,7 +69,8 @@ SLACK = 0.005
 #: shape changes the largest fall was 16.4% (the MI355X case above).
 GEMM_SHAPE_SLACK = 0.20
 #: Changes that speed communication up (the contention allowance applies).
-COMMUNICATION = ("link_bw_GBps_per_link", "scale_out_GBps_per_gpu", "dram_latency_ns", "link_latency_ns", "scale_out_latency_ns",
+COMMUNICATION = ("link_bw_GBps_per_link", "scale_out_GBps_per_gpu", "dram_latency_ns", "link_latency_ns",
+                 "scale_out_latency_ns",
                  "switch_reduce_latency_ns", "nic_doorbell_ns")
 BANDWIDTHS = (("gpu", "hbm_GBps"), ("fabric", "link_bw_GBps_per_link"), ("fabric", "scale_out_GBps_per_gpu"))
 LATENCIES = (("gpu", "dram_latency_ns"), ("fabric", "link_latency_ns"), ("fabric", "scale_out_latency_ns"),
@@ -143,27 +144,32 @@ def _times(results) -> dict[str, float]:
           ("m", 1.0454)))
 # async-TP's per-rank matmuls filled the whole GEMM's tail wave and beat the GEMM alone, which
 # the ideal had taken for a bound (the ideal's GEMM is now wave- and read-bound, no tail);
-@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 50.0, "dram_latency_ns": 500.0,
+@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 50.0,
+                       "dram_latency_ns": 500.0,
                        "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0, "switch_reduce_latency_ns": 500.0,
                        "nic_doorbell_ns": 1500.0}, (59874, 403, 59874), 2, "all_reduce", ("hbm_GBps", 2.0)))
 # FlashOverlap's GEMM on the CUs its sends leave filled its tail wave better than on all of them;
-@example(("t3-paper", {"hbm_GBps": 250.0, "link_bw_GBps_per_link": 150.0, "scale_out_GBps_per_gpu": 75.0, "dram_latency_ns": 400.0,
+@example(("t3-paper", {"hbm_GBps": 250.0, "link_bw_GBps_per_link": 150.0, "scale_out_GBps_per_gpu": 75.0,
+                       "dram_latency_ns": 400.0,
                        "link_latency_ns": 500.0, "scale_out_latency_ns": 500.0, "nic_doorbell_ns": 1500.0},
           (2981, 403, 22026), 3, "all_reduce", ("hbm_GBps", 2.0)))
 # a one-wave GEMM finished every chunk at once, so T3 overlapped nothing, while a few more
 # columns made two waves and overlapped (T3 now also tries two even waves on fewer CUs);
 @example(("h100-sxm", {"hbm_GBps": 912.407725028574, "link_bw_GBps_per_link": 108.20399169334782,
-                       "scale_out_GBps_per_gpu": 35.1814169414829}, (5251, 380, 987), 11, "reduce_scatter", ("n", 1.2185)))
+                       "scale_out_GBps_per_gpu": 35.1814169414829}, (5251, 380, 987), 11, "reduce_scatter",
+          ("n", 1.2185)))
 # faster links let T3's transfers take DRAM grants from a GEMM capped by its matrix work (the
 # contention MCA removes): 5.2%, within the transfers' own DRAM time;
 @example(("mi300x", {"hbm_GBps": 3325.1292907589936, "link_bw_GBps_per_link": 131.62241009788633,
                      "scale_out_GBps_per_gpu": 25.871931071425795}, (296, 56388, 3648), 6, "reduce_scatter",
           ("link_bw_GBps_per_link", 3.679435670311306)))
-@example(("mi355x", {"hbm_GBps": 3000.0, "link_bw_GBps_per_link": 153.6, "scale_out_GBps_per_gpu": 100.0, "dram_latency_ns": 500.0,
+@example(("mi355x", {"hbm_GBps": 3000.0, "link_bw_GBps_per_link": 153.6, "scale_out_GBps_per_gpu": 100.0,
+                     "dram_latency_ns": 500.0,
                      "link_latency_ns": 1000.0, "scale_out_latency_ns": 6000.0, "nic_doorbell_ns": 6000.0},
           (52839, 968, 1097), 20, "reduce_scatter", ("link_bw_GBps_per_link", 2.0)))
 # the L2's reuse of a grouped tile order: 33 tile columns re-read fewer operand panels than 32;
-@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 50.0, "dram_latency_ns": 500.0,
+@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 50.0,
+                       "dram_latency_ns": 500.0,
                        "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0, "switch_reduce_latency_ns": 500.0,
                        "nic_doorbell_ns": 1500.0}, (8103, 8103, 22026), 2, "all_reduce", ("n", 1.03125)))
 # a shorter DRAM latency paced DMA + NMC's copies faster, into the GEMM's DRAM time (+6%);
@@ -187,7 +193,8 @@ def _times(results) -> dict[str, float]:
                        "nic_doorbell_ns": 5401.611}, (5630, 23704, 478), 33, "reduce_scatter", ("k", 1.4289)))
 # CU sharing ran the stages one wave finished as one collective each, paying the library's
 # latency twice: an uneven split of a bigger M was 9% faster (they now go as one);
-@example(("a100-sxm", {"hbm_GBps": 2039.0, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 25.0, "dram_latency_ns": 500.0,
+@example(("a100-sxm", {"hbm_GBps": 2039.0, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 25.0,
+                       "dram_latency_ns": 500.0,
                        "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0, "nic_doorbell_ns": 1500.0},
           (256, 2981, 1097), 2, "all_reduce", ("m", 1.03125)))
 def test_invariants(case):

@@ -96,7 +96,8 @@ def test_fabric_errors_name_the_field_and_the_bound(changes, message):
 # -- platforms -----------------------------------------------------------------------------
 
 DATASHEET_FIELDS = ("cus", "clock_GHz", "dense_fp16_TFLOPS", "l2_MB", "hbm_GBps", "hbm_stacks", "topology",
-                    "link_bw_GBps_per_link", "links_per_gpu", "domain_gpus", "switch_reduction", "scale_out_GBps_per_gpu",
+                    "link_bw_GBps_per_link", "links_per_gpu", "domain_gpus", "switch_reduction",
+                    "scale_out_GBps_per_gpu",
                     "fp16_flops_per_cycle_per_cu", "hbm_channels", "mc_clock_GHz", "dram_latency_ns",
                     "link_latency_ns", "scale_out_latency_ns")
 

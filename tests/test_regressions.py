@@ -59,7 +59,8 @@ def test_faster_links_do_not_slow_t3_ring_or_async_tp_on_h100():
     """R6: H100, (2048, 16384, 2048), TP 8, reduce-scatter, links doubled: T3 ring went from
     233.6 to 243.9 us and async-TP from 313.8 to 329.0 us."""
     link = PLATFORMS["h100-sxm"].fabric.link_bw_GBps_per_link
-    base, fast = (_run("h100-sxm", (2048, 16384, 2048), 8, ("sequential", "t3_ring", "async_tp"), link_bw_GBps_per_link=bw)
+    base, fast = (_run("h100-sxm", (2048, 16384, 2048), 8, ("sequential", "t3_ring", "async_tp"),
+                       link_bw_GBps_per_link=bw)
                   for bw in (link, 2 * link))
     for scheme in ("sequential", "t3_ring", "async_tp"):
         assert fast[scheme].time_s <= base[scheme].time_s * (1 + SLACK), scheme
@@ -111,7 +112,8 @@ def test_a_one_wave_gemm_still_overlaps_under_t3():
     """A GEMM of one wave finishes every chunk at once: T3 overlapped nothing, and four more
     columns (two waves) made it faster (h100-sxm, reduce-scatter over 11 GPUs). T3 now also
     runs such a GEMM as two even waves on fewer CUs, and a bigger N is not faster."""
-    changes = dict(hbm_GBps=912.407725028574, link_bw_GBps_per_link=108.20399169334782, scale_out_GBps_per_gpu=35.1814169414829)
+    changes = dict(hbm_GBps=912.407725028574, link_bw_GBps_per_link=108.20399169334782,
+                   scale_out_GBps_per_gpu=35.1814169414829)
     small, big = (_run("h100-sxm", (5251, n, 987), 11, ("sequential", "t3", "t3_mca"), **changes) for n in (380, 464))
     for scheme in ("t3", "t3_mca"):
         assert small[scheme].time_s <= big[scheme].time_s * (1 + SLACK), scheme

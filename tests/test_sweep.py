@@ -17,7 +17,8 @@ from system_model.studies.sweep import parse_axis
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
               pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
-SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps_per_link=75:300:75", "--axis", "hbm_GBps=1000,2000"]
+SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps_per_link=75:300:75",
+         "--axis", "hbm_GBps=1000,2000"]
 
 
 def _rows(path):
@@ -147,7 +148,8 @@ def test_report_and_peers_write_their_tables_in_the_format(fmt, tmp_path):
 
 def test_a_model_field_is_an_axis_too(tmp_path, capsys):
     base = ["--models", "llama-3-8b", "--tp", "8", "--phase", "prefill", "--no-plots"]
-    assert main(["sweep", *base, "--axis", "link_bw_GBps_per_link=75", "--workers", "1", "--out", str(tmp_path / "a")]) == 0
+    assert main(["sweep", *base, "--axis", "link_bw_GBps_per_link=75", "--workers", "1",
+                 "--out", str(tmp_path / "a")]) == 0
     assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps_per_link=75", "--workers", "1",
                  "--out", str(tmp_path / "b")]) == 0
     assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps_per_link=75", "--workers", "2",

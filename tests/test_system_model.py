@@ -167,7 +167,8 @@ def test_crossings_per_gpu():
 
 #: A ring of 4 GPUs with 100 GB/s links (50 GB/s each way, one direction used), 1 us hops,
 #: payload efficiency 1, RCCL with 16 channels of 6 GB/s.
-TOY_FABRIC = FabricConfig(topology="ring", link_bw_GBps_per_link=100, links_per_gpu=2, link_latency_ns=1000, domain_gpus=64,
+TOY_FABRIC = FabricConfig(topology="ring", link_bw_GBps_per_link=100, links_per_gpu=2, link_latency_ns=1000,
+                          domain_gpus=64,
                           scale_out_GBps_per_gpu=50, scale_out_latency_ns=1000, ring_directions=1)
 TOY_TRANSPORT = TransportConfig(library="rccl", generation="cdna2", sm_link_efficiency=1.0, ce_link_efficiency=1.0,
                                 channels=16, channel_GBps=6.0)

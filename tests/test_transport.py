@@ -221,7 +221,8 @@ def test_time_never_rises_with_faster_links(name):
                 if n > fabric.domain_gpus:                                 # and faster NICs
                     prev = math.inf
                     for scale in (0.25, 1.0, 4.0, 16.0):
-                        t = plan(op, S, n, replace(fabric, scale_out_GBps_per_gpu=fabric.scale_out_GBps_per_gpu * scale),
+                        faster = replace(fabric, scale_out_GBps_per_gpu=fabric.scale_out_GBps_per_gpu * scale)
+                        t = plan(op, S, n, faster,
                                  transport).time_s
                         assert t <= prev * (1 + 1e-12), (n, op, S, "nic", scale)
                         prev = t

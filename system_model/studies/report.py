@@ -223,7 +223,7 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
     json_path = out / f"{stem}.json"
     sets = [*summaries]
     json_path.write_text(json.dumps({
-        "preset": cfg.system.name, "commit": _git_commit(),
+        "preset": cfg.system.name,           # no commit stamp: the file is a pure function of the inputs
         "config": {"gpu": asdict(cfg.system.gpu), "fabric": asdict(cfg.system.fabric),
                    "transport": asdict(cfg.system.transport), "kernels": [asdict(k) for k in cfg.kernels],
                    "workload": asdict(cfg.workload), "arbiter": asdict(cfg.arbiter),

@@ -230,7 +230,7 @@ def format_sensitivity(s: Sensitivity) -> str:
     cell = 17
     lines = [f"Sensitivity of the headline figures (T3-MCA against sequential) to the calibrated values, "
              f"preset {s.preset}, moves of -{s.step:.0%} and +{s.step:.0%}",
-             f"{s.points} points a variant, {s.variants} variants in {s.elapsed_s:.2f} s; "
+             f"{s.points} points a variant, {s.variants} variants; "
              "cells: value (delta from base; DRAM cut in points)"]
     for name, (description, points) in s.sets.items():
         head = f"{'calibrated value':<{path_w}} {'move':>5} {'value':>10} |" + "".join(
@@ -281,11 +281,11 @@ def sensitivity_markdown(s: Sensitivity) -> str:
 
 
 def sensitivity_json(s: Sensitivity) -> dict:
-    from .report import _git_commit
-
+    # No commit stamp and no wall time: the file is a pure function of the inputs, so `make
+    # sensitivity` rewrites it byte for byte and `git status` shows a change only when a result
+    # changed (issue #26).
     return {
-        "preset": s.preset, "commit": _git_commit(), "scheme": SCHEME, "step": s.step, "points": s.points,
-        "variants": s.variants, "elapsed_s": s.elapsed_s,
+        "preset": s.preset, "scheme": SCHEME, "step": s.step, "points": s.points, "variants": s.variants,
         "sets": {n: {"description": d, "points": p} for n, (d, p) in s.sets.items()},
         "base": s.base,
         "rows": [{"path": r.path, "unit": r.calibrated.unit, "source": r.calibrated.source,
