@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test soak formal report sweep sensitivity peers crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test install-check docs soak formal report sweep sensitivity peers crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	    fi; }; \
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e ".[dev]"
 	@touch $@
 
 iverilog: ## Install Icarus Verilog with apt-get if it is missing
@@ -93,6 +93,9 @@ bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, 
 
 mutate: $(STAMP) iverilog cxx ## Mutation check: realistic RTL bugs, each must fail its tests (sim_results/mutation.md; ONLY=regex; about 8 min)
 	$(PY) -m tb.mutate --baseline $(if $(ONLY),--only '$(ONLY)')
+
+install-check: ## A model-only install in a fresh venv outside the repository: size, no leaks, `t3-model report` from another folder (CI runs it)
+	$(PY) -m tb.install_check
 
 clean: ## Remove build outputs (build/, sim_build/, caches); keeps .venv
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache

@@ -79,8 +79,8 @@ def _add_config(p: argparse.ArgumentParser) -> None:
                    help="a hardware description (TOML, as `show-preset` prints) instead of --preset")
     p.add_argument("--out", type=_folder, default=Path("sim_results"), help="output folder (default: %(default)s)")
     p.add_argument("--rtl-timing", type=Path, default=None,
-                   help="rtl_timing.json to take the block timing from (default: sim_results/rtl_timing.json "
-                        "if present, else the rtl/ components' properties)")
+                   help="rtl_timing.json to take the block timing from (default: the figures `make characterize` "
+                        "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -314,7 +314,10 @@ def _peers(args) -> int:
 def _crosscheck(args) -> int:
     import json
 
-    from .studies import crosscheck as xc
+    try:
+        from .studies import crosscheck as xc
+    except ModuleNotFoundError:
+        raise _needs_the_repository("crosscheck") from None
     from .studies.report import _git_commit
 
     started = time.perf_counter()
@@ -539,8 +542,18 @@ def _check_args(args) -> None:
                          f"`{command}` measures them (`point` and `peers` show the other schemes)")
 
 
+def _needs_the_repository(what: str):
+    """The RTL side (``rtl/``, ``tb/`` and the [rtl] extra) is in a clone, not in a model-only
+    install: say so in one line rather than fail on an import."""
+    return ValueError(f"{what} needs the repository's rtl/ and tb/ with the hardware tools: run it in a clone "
+                      f"after `pip install -e '.[rtl]'` (or `make venv`)")
+
+
 def _check_crosscheck(args) -> None:
-    from tb.gemm_ring.scenarios import scenarios
+    try:
+        from tb.gemm_ring.scenarios import scenarios
+    except ModuleNotFoundError:
+        raise _needs_the_repository("crosscheck") from None
 
     if not args.rtl:
         for option in ("schedule", "size", "seed"):

@@ -299,14 +299,28 @@ def characterize(*, with_ring: bool = True) -> dict:
     return {"commit": commit, "seconds": round(time.perf_counter() - started, 2), "figures": figures}
 
 
+DEFAULT_OUT = REPO / "sim_results" / "rtl_timing.json"
+
+
+def packaged_figures(record: dict, names: tuple[str, ...]) -> dict:
+    """The part of a record the model reads, with the commit it was measured at."""
+    return {"commit": record["commit"], "measured": "make characterize (sim_results/rtl_timing.json)",
+            "figures": {name: record["figures"][name] for name in names}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tb.characterize", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "sim_results" / "rtl_timing.json")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-ring", action="store_true", help="skip the ring measurement (needs Icarus)")
     args = parser.parse_args(argv)
     result = characterize(with_ring=not args.no_ring)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
+    if args.out.resolve() == DEFAULT_OUT.resolve():
+        # The figures the model reads, beside its code (a model-only install has no sim_results/).
+        from system_model.describe.block_timing import MODEL_FIGURES, RTL_TIMING_JSON
+        RTL_TIMING_JSON.write_text(json.dumps(packaged_figures(result, MODEL_FIGURES), indent=1) + "\n")
+        print(f"wrote {RTL_TIMING_JSON.relative_to(REPO)}")
     for name, fig in result["figures"].items():
         value = fig["value"]
         print(f"{name:48s} {value:.3f} {fig['unit']}" if isinstance(value, float) else

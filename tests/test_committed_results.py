@@ -56,3 +56,16 @@ def test_committed_tables_are_current(target, tmp_path, capsys):
         assert committed.is_file(), f"sim_results/{name} is not committed: run `make {target}`"
         assert fresh.read_bytes() == committed.read_bytes(), (
             f"sim_results/{name} is stale: run `make {target}` and commit what it writes")
+
+
+def test_the_packaged_block_timing_is_the_measured_one():
+    """The figures a model-only install reads (system_model/describe/rtl_timing.json) are the
+    ones ``make characterize`` last measured into sim_results/rtl_timing.json."""
+    import json
+
+    from system_model.describe.block_timing import MODEL_FIGURES, RTL_TIMING_JSON
+    from tb.characterize import packaged_figures
+
+    record = json.loads((COMMITTED / "rtl_timing.json").read_text())
+    assert json.loads(RTL_TIMING_JSON.read_text()) == packaged_figures(record, MODEL_FIGURES), (
+        "system_model/describe/rtl_timing.json is stale: run `make characterize`")

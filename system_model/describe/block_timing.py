@@ -2,9 +2,13 @@
 # (The RTL components are built only to read their documented timing properties.)
 """Timing of the verified T3 blocks, in memory-controller cycles.
 
-Read from ``sim_results/rtl_timing.json`` (written by ``make characterize``) when it
-exists, otherwise from the read-only timing properties of the ``rtl/`` components. Nothing
-is copied by hand; :attr:`BlockTiming.source` says which source was used.
+Read by default from ``rtl_timing.json`` beside this module: the figures the model uses,
+which ``make characterize`` measures in RTL simulation and writes both into
+``sim_results/rtl_timing.json`` (the whole record) and here (so that a model-only install,
+which has no ``sim_results/`` and no ``rtl/``, reads the same numbers; a test checks the two
+agree). ``--rtl-timing FILE`` reads another record; ``load_block_timing(None)`` takes the
+read-only timing properties of the ``rtl/`` components (a clone only). Nothing is copied by
+hand; :attr:`BlockTiming.source` says which source was used.
 
 The figures are cycles of the memory controller's clock: the model converts them at the
 preset's ``mc_clock_GHz`` (the GPU's controller clock, e.g. 1 GHz for the paper's HBM2),
@@ -20,9 +24,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BlockTiming", "load_block_timing", "RTL_TIMING_JSON"]
+__all__ = ["BlockTiming", "load_block_timing", "RTL_TIMING_JSON", "MODEL_FIGURES"]
 
-RTL_TIMING_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "rtl_timing.json"
+RTL_TIMING_JSON = Path(__file__).resolve().with_name("rtl_timing.json")
+#: The figures the model reads (``make characterize`` writes them beside this module).
+MODEL_FIGURES = ("tracker_trigger_latency", "dma_issue_latency", "reducer_requests_per_cycle_ring_stream",
+                 "reducer_write_latency", "reducer_beat_bytes")
 
 
 @dataclass(frozen=True)

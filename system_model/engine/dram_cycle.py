@@ -20,7 +20,7 @@ arbitration changes. A fluid model of average shares cannot see any of this.
 The channel (time unit: one memory-controller cycle):
 
 * **Arbiter**: every cycle it grants at most one request into the DRAM command queue,
-  decided by :class:`tb.arbiter.model.MemoryArbiterModel`, the golden model of the
+  decided by :class:`.arbiter_policy.MemoryArbiterModel`, the golden model of the
   verified ``rtl.arbiter.MemoryArbiter`` (round-robin, or T3-MCA: compute first,
   communication only below the queue threshold or when it has waited the starvation
   limit). The rules are not re-written here; ``grant.ready`` is "the queue has room".
@@ -50,8 +50,8 @@ compute cycles, outstanding limit, arrival rates, store kind, service rate, late
 queue depth) with the policy, the threshold and the starvation limit (the last two only
 for T3-MCA). Waves of the same rates share a key whatever their length, so a sweep over
 links and HBM reuses most simulations. :func:`save_cache` keeps the simulated waves in
-``build/model_cache/`` (not in git), tagged with a hash of this module and of the golden
-arbiter model, so that a changed model never reads stale results.
+the user's cache folder (beside the results' cache), tagged with a hash of this module and of
+the golden arbiter model, so that a changed model never reads stale results.
 """
 
 from __future__ import annotations
@@ -63,9 +63,10 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
+import platformdirs
 
 from ..describe.units import check_range
+from .arbiter_policy import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 
 __all__ = ["WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES", "dynamic_threshold",
            "load_cache", "save_cache", "CACHE_FILE", "CycleDram"]
@@ -293,18 +294,19 @@ def _version() -> str:
     """Hash of the code a stored result depends on: this module and the arbiter's golden model."""
     import hashlib
 
-    import tb.arbiter.model as arbiter_model
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(arbiter_model.__file__)):
+    for path in (Path(__file__), Path(__file__).with_name("arbiter_policy.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-#: Where :func:`save_cache` keeps the simulated waves: ``T3_MODEL_CACHE`` if set (empty:
-#: no cache file at all), else ``build/model_cache/`` of this checkout.
-CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
+#: Where :func:`save_cache` keeps the simulated waves: beside the results' cache file
+#: (``T3_MODEL_CACHE``'s folder if it is set; empty: no cache file at all), else in the
+#: user's cache folder (``~/.cache/t3-model/`` on Linux).
+CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]).with_name("representative_waves.pkl")
+              if os.environ.get("T3_MODEL_CACHE")
               else None if "T3_MODEL_CACHE" in os.environ
-              else Path(__file__).resolve().parents[2] / "build" / "model_cache" / "representative_waves.pkl")
+              else Path(platformdirs.user_cache_dir("t3-model")) / "representative_waves.pkl")
 
 
 def load_cache(path: Path | None = CACHE_FILE) -> int:

@@ -7,7 +7,7 @@ cap or one of the resources it uses is saturated; then it is frozen and the othe
 saturated resource, and no resource idles while a flow that uses it could go faster).
 
 The DRAM arbiter's two modes decide the order and the weights (their golden model is
-``tb/arbiter/model.py``; the cycle-level channel :mod:`.dram_cycle` runs it grant by grant):
+``engine/arbiter_policy.py``; the cycle-level channel :mod:`.dram_cycle` runs it grant by grant):
 
 * **round robin** (``Policy("rr")``): when both classes have a request, the grants
   alternate, so the flows' *request* rates rise together: a flow's weight is the inverse

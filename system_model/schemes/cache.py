@@ -3,9 +3,11 @@ extended sweep or a regenerated report does not evaluate a point twice.
 
 The key is everything an evaluation reads: the configuration's ``repr`` (frozen dataclasses,
 every field), the GEMM shape, the TP, the collective and the scheme. Only results without
-recorded timelines are kept. :func:`save` writes them to ``build/model_cache/`` (not in git),
-tagged with a hash of the model's source, so that changed code never reads stale results;
-``T3_MODEL_CACHE`` names another file, and set empty turns the file off.
+recorded timelines are kept. :func:`save` writes them to the user's cache folder
+(``platformdirs.user_cache_dir("t3-model")``: ``~/.cache/t3-model/results.pkl`` on Linux,
+never inside the installed package or the repository), tagged with a hash of the model's
+source, so that changed code never reads stale results; ``T3_MODEL_CACHE`` names another
+file, and set empty turns the file off.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import os
 import pickle
 from pathlib import Path
 
+import platformdirs
+
 __all__ = ["lookup", "store", "load", "save", "clear", "CACHE_FILE"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
               else None if "T3_MODEL_CACHE" in os.environ
-              else _ROOT.parent / "build" / "model_cache" / "results.pkl")
+              else Path(platformdirs.user_cache_dir("t3-model")) / "results.pkl")
 _RESULTS: dict = {}
 
 

