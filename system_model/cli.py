@@ -299,8 +299,12 @@ def _peers(args) -> int:
         soft = "n/a" if row["software_speedup"] is None else f"{row['software_speedup']:.2f}x"
         verdict = "" if row["decided"] is None else ("" if row["decided"] else "  (within model error)")
         print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}{verdict}")
+    # Named after what the run chose (platforms, models, TPs), so that runs do not overwrite each other.
+    chosen = [p.name for p in platforms] if (args.platforms or args.hardware_file is not None) else []
+    name = "peers" + "".join(f"_{'-'.join(map(str, v))}" for v in (chosen, args.models) if v) \
+        + (f"_tp{'-'.join(map(str, args.tp))}" if args.tp else "")
     for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation,
-                            fmt=args.format, errors=errors):
+                            fmt=args.format, errors=errors, name=name):
         print(f"wrote {path}")
     if args.sensitivity:
         from .studies.peers_sensitivity import run_peer_sensitivity, sensitivity_markdown
@@ -394,9 +398,20 @@ def _report(args) -> int:
         print("End to end, one Transformer layer:")
         print(layer_table(layers))
     for path in write_outputs(results, cfg, args.out, plots=not args.no_plots, layers=layers,
-                              cu_sharing=cu_sharing, fmt=args.format):
+                              cu_sharing=cu_sharing, fmt=args.format, name=_output_name(cfg.system.name, args)):
         print(f"wrote {path}")
     return 0
+
+
+def _output_name(hardware: str, args) -> str:
+    """The name outputs carry: the hardware's, then the models and TP degrees where the run
+    chose them (so that a run on another model or TP does not overwrite this one's files)."""
+    name = hardware
+    if args.models:
+        name += "_" + "-".join(args.models)
+    if getattr(args, "tp", None):
+        name += "_tp" + "-".join(map(str, args.tp))
+    return name
 
 
 def _sensitivity(args) -> int:
@@ -471,15 +486,15 @@ def _sweep(args) -> int:
     spec = SweepSpec(_hardware(args), tuple(a for a in axes if a.name not in ("tp", "model")),
                      tuple(MODELS[m] for m in models), tuple(tps), phases, args.workload,
                      str(_rtl_timing(args.rtl_timing)) if args.rtl_timing else None)
+    name = _output_name(spec.hardware.name, args)
     path, ran, seconds = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
-                                   resume=args.resume, fmt=args.format, progress=stderr_progress)
+                                   resume=args.resume, fmt=args.format, progress=stderr_progress, name=name)
     print(file=sys.stderr)
     rate = ran / seconds if seconds > 0 else float("inf")
     print(f"{ran} configurations in {seconds:.2f} s ({rate:,.0f}/s); wrote {path}")
     if not args.no_plots and len(spec.axes) >= 2:
         from .studies.figures import plot_sweep_heatmap
-        csv_path = args.out / f"sweep_{spec.hardware.name}.csv"
-        for written in plot_sweep_heatmap(csv_path, args.out / f"sweep_{spec.hardware.name}_heatmap"):
+        for written in plot_sweep_heatmap(args.out / f"sweep_{name}.csv", args.out / f"sweep_{name}_heatmap"):
             print(f"wrote {written}")
     return 0
 
@@ -513,7 +528,9 @@ def _check_args(args) -> None:
     if getattr(args, "preset", None) is not None and getattr(args, "hardware_file", None) is not None:
         raise ValueError("--preset and --hardware-file name two hardware descriptions: give one")
     for option in ("models", "tp", "platforms"):
-        values = getattr(args, option, None) or []
+        values = getattr(args, option, None)
+        if not isinstance(values, list):
+            continue                                  # `point --tp` is one degree
         repeated = sorted({v for v in values if values.count(v) > 1})
         if repeated:
             raise ValueError(f"--{option}: {repeated[0]} is given twice")
@@ -533,8 +550,7 @@ def _check_args(args) -> None:
         if not existing.is_dir() or not os.access(existing, os.W_OK):
             raise ValueError(f"--out {out}: {existing} is not a folder this user can write in")
         if command == "sweep" and args.resume:
-            stem = getattr(args, "hardware_file", None)
-            name = _hardware(args).name if stem is not None else (args.preset or DEFAULT_PRESET)
+            name = _output_name(_hardware(args).name, args)
             if not (out / f"sweep_{name}.csv").is_file():
                 raise ValueError(f"--resume: nothing to resume (no {out / f'sweep_{name}.csv'})")
     if command in ("report", "sweep", "sensitivity") and not _hardware(args).t3_blocks:

@@ -57,3 +57,12 @@ def test_refused_before_any_work(folder, capsys, argv, message):
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert __import__("re").search(message, err[0]), err[0]
     assert sorted(p.name for p in folder.iterdir()) == before, "a refused command wrote something"
+
+
+@pytest.mark.parametrize("argv", [
+    ["point", "--preset", "h100-sxm", "--gemm", "2048,4096,1024", "--tp", "8"],
+    ["report", "--models", "gpt-3", "--tp", "32", "--no-plots"],
+    ["sweep", "--models", "gpt-3", "--tp", "32", "--workers", "1", "--no-plots"],
+])
+def test_what_does_not_conflict_still_runs(folder, capsys, argv):
+    assert main([*argv, *(["--out", "out"] if argv[0] != "point" else [])]) == 0, capsys.readouterr().err

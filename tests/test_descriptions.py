@@ -40,7 +40,7 @@ def test_show_preset_then_hardware_file_reproduces_the_preset_report(tmp_path, c
     small = ["--models", "mega-gpt-2", "--tp", "8", "--phase", "prefill", "--no-plots"]
     assert main(["report", "--preset", "t3-paper", "--out", str(tmp_path / "a"), *small]) == 0
     assert main(["report", "--hardware-file", str(copy), "--out", str(tmp_path / "b"), *small]) == 0
-    for name in ("report_t3-paper.csv", "report_t3-paper.md"):
+    for name in ("report_t3-paper_mega-gpt-2_tp8.csv", "report_t3-paper_mega-gpt-2_tp8.md"):
         assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text(), name
 
 
@@ -51,8 +51,8 @@ def test_a_changed_copy_changes_the_result(tmp_path, capsys):
     small = ["--models", "mega-gpt-2", "--tp", "8", "--phase", "prefill", "--no-plots"]
     assert main(["report", "--hardware-file", str(tmp_path / "fast.toml"), "--out", str(tmp_path), *small]) == 0
     assert main(["report", "--preset", "t3-paper", "--out", str(tmp_path), *small]) == 0
-    fast = (tmp_path / "report_fast-links.csv").read_text()
-    assert fast != (tmp_path / "report_t3-paper.csv").read_text()
+    fast = (tmp_path / "report_fast-links_mega-gpt-2_tp8.csv").read_text()
+    assert fast != (tmp_path / "report_t3-paper_mega-gpt-2_tp8.csv").read_text()
 
 
 def _preset_text() -> str:
@@ -213,6 +213,6 @@ def test_a_name_with_dots_names_every_output(tmp_path):
     path.write_text(_preset_text().replace('name = "my-gpu"', 'name = "my.gpu.v2"'))
     assert main(["report", "--hardware-file", str(path), "--models", "t-nlg", "--tp", "8", "--phase", "prefill",
                  "--format", "json", "--out", str(tmp_path)]) == 0
-    for name in ("report_my.gpu.v2.csv", "report_my.gpu.v2.rows.json", "speedup_my.gpu.v2.png",
-                 "speedup_my.gpu.v2.svg", "traffic_my.gpu.v2.png"):
+    for name in ("report_my.gpu.v2_t-nlg_tp8.csv", "report_my.gpu.v2_t-nlg_tp8.rows.json",
+                 "speedup_my.gpu.v2_t-nlg_tp8.png", "speedup_my.gpu.v2_t-nlg_tp8.svg", "traffic_my.gpu.v2_t-nlg_tp8.png"):
         assert (tmp_path / name).stat().st_size > 0, name

@@ -360,10 +360,11 @@ def test_cli_peers_small_run_writes_its_outputs(tmp_path, capsys):
     assert status == 0
     out = capsys.readouterr().out
     assert "h100-sxm TP  8" in out and "mi300x TP  8" in out
-    for name in ("peers.md", "peers.csv", "peers.json", "peers_heatmap.png", "peers_heatmap.svg"):
-        assert (tmp_path / name).stat().st_size > 0, name
+    stem = "peers_h100-sxm-mi300x_llama-3-8b_tp8"        # the platforms, models and TPs chosen
+    for ext in (".md", ".csv", ".json", "_heatmap.png", "_heatmap.svg"):
+        assert (tmp_path / f"{stem}{ext}").stat().st_size > 0, ext
     assert not (tmp_path / "peers_validation.md").exists()
-    text = (tmp_path / "peers.md").read_text()
+    text = (tmp_path / f"{stem}.md").read_text()
     assert "Who wins where" in text and "NVLS (TP 8): no reducing switch" in text
 
 
@@ -372,7 +373,7 @@ def test_cli_peers_with_validation_writes_the_table(tmp_path, capsys, validation
                    "--no-plots", "--out", str(tmp_path)])
     assert status == 0
     assert (tmp_path / "peers_validation.md").read_text() == validation_markdown(validation_rows)
-    assert not (tmp_path / "peers_heatmap.png").exists()
+    assert not list(tmp_path.glob("*_heatmap.png"))
     out = capsys.readouterr().out
     (row,) = winners(run_peers([PLATFORMS["mi300x"]], ["llama-3-8b"], [8], ["prefill"])[1],
                      transport_error(validation_rows))

@@ -21,6 +21,13 @@ SMALL = ["--models", "t-nlg", "--tp", "8,16", "--axis", "link_bw_GBps_per_link=7
          "--axis", "hbm_GBps=1000,2000"]
 
 
+
+def _sweep_csv(folder):
+    """The one sweep file a run wrote (named after the hardware, and the models and TPs chosen)."""
+    found = sorted(folder.glob("sweep_*.csv"))
+    assert len(found) == 1, found
+    return found[0]
+
 def _rows(path):
     with path.open() as f:
         return list(csv.reader(f))
@@ -64,7 +71,7 @@ def test_bad_axes_are_one_line_and_exit_2(text, message, tmp_path, capsys):
 def one_process(tmp_path_factory):
     out = tmp_path_factory.mktemp("one")
     assert main(["sweep", *SMALL, "--workers", "1", "--out", str(out)]) == 0
-    return out / "sweep_t3-paper.csv"
+    return _sweep_csv(out)
 
 
 def test_one_process_sweep_has_every_configuration(one_process):
@@ -76,9 +83,9 @@ def test_one_process_sweep_has_every_configuration(one_process):
 
 def test_two_dask_workers_match_one_process_bit_for_bit(one_process, tmp_path, capsys):
     assert main(["sweep", *SMALL, "--workers", "2", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "sweep_t3-paper.csv").read_bytes() == one_process.read_bytes()
+    assert (_sweep_csv(tmp_path)).read_bytes() == one_process.read_bytes()
     for ext in ("png", "svg"):      # the heat map over the two axes
-        assert (tmp_path / f"sweep_t3-paper_heatmap.{ext}").stat().st_size > 5000
+        assert next(tmp_path.glob(f"sweep_t3-paper*_heatmap.{ext}")).stat().st_size > 5000
     err = capsys.readouterr().err
     assert "configurations" in err and "/s" in err and "ETA" in err
 
@@ -87,12 +94,12 @@ def test_an_existing_scheduler_runs_the_same_sweep(one_process, tmp_path):
     from dask.distributed import LocalCluster
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         assert main(["sweep", *SMALL, "--scheduler", cluster.scheduler_address, "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "sweep_t3-paper.csv").read_bytes() == one_process.read_bytes()
+    assert (_sweep_csv(tmp_path)).read_bytes() == one_process.read_bytes()
 
 
 def test_an_interrupted_sweep_resumes_without_redoing_finished_tasks(one_process, tmp_path, capsys):
     assert main(["sweep", *SMALL, "--workers", "1", "--out", str(tmp_path)]) == 0
-    path = tmp_path / "sweep_t3-paper.csv"
+    path = _sweep_csv(tmp_path)
     rows = _rows(path)
     per_task = 2 * 6
     # Interrupted: three tasks done, the fourth cut short.
@@ -117,10 +124,10 @@ def test_formats_hold_the_same_rows(fmt, one_process, tmp_path):
     assert main(["sweep", *SMALL, "--workers", "1", "--format", fmt, "--out", str(tmp_path)]) == 0
     expected = _rows(one_process)
     if fmt == "json":
-        records = json.loads((tmp_path / "sweep_t3-paper.rows.json").read_text())
+        records = json.loads((tmp_path / "sweep_t3-paper_t-nlg_tp8-16.rows.json").read_text())
     else:
         import pyarrow.parquet as pq
-        records = pq.read_table(tmp_path / "sweep_t3-paper.parquet").to_pylist()
+        records = pq.read_table(tmp_path / "sweep_t3-paper_t-nlg_tp8-16.parquet").to_pylist()
     assert len(records) == len(expected) - 1
     assert list(records[0]) == expected[0]
     assert [str(r["model"]) for r in records] == [row[expected[0].index("model")] for row in expected[1:]]
@@ -134,7 +141,7 @@ def test_report_and_peers_write_their_tables_in_the_format(fmt, tmp_path):
                  "--out", str(tmp_path)]) == 0
     assert main(["peers", "--platforms", "h100-sxm", "--models", "llama-3-8b", "--tp", "8", "--phase", "prefill",
                  "--no-plots", "--no-validation", "--format", fmt, "--out", str(tmp_path)]) == 0
-    for stem in ("report_t3-paper", "peers"):
+    for stem in ("report_t3-paper_t-nlg_tp8", "peers_h100-sxm_llama-3-8b_tp8"):
         with (tmp_path / f"{stem}.csv").open() as f:
             expected = list(csv.DictReader(f))
         if fmt == "json":
@@ -154,19 +161,19 @@ def test_a_model_field_is_an_axis_too(tmp_path, capsys):
                  "--out", str(tmp_path / "b")]) == 0
     assert main(["sweep", *base, "--axis", "hidden=4096,8192", "--axis", "link_bw_GBps_per_link=75", "--workers", "2",
                  "--out", str(tmp_path / "c")]) == 0
-    plain, swept = _rows(tmp_path / "a" / "sweep_t3-paper.csv"), _rows(tmp_path / "b" / "sweep_t3-paper.csv")
+    plain, swept = _rows(_sweep_csv(tmp_path / "a")), _rows(_sweep_csv(tmp_path / "b"))
     at_4096 = [r[:1] + r[2:] for r in swept[1:] if r[1] == "4096"]
     assert at_4096 == plain[1:]                                      # the model's own width: the plain sweep
     at_8192 = [r[3:] for r in swept[1:] if r[1] == "8192"]
     assert at_8192 != [r[2:] for r in plain[1:]]                     # twice as wide: other speedups
-    assert (tmp_path / "c" / "sweep_t3-paper.csv").read_bytes() == (tmp_path / "b" / "sweep_t3-paper.csv").read_bytes()
+    assert (_sweep_csv(tmp_path / "c")).read_bytes() == (_sweep_csv(tmp_path / "b")).read_bytes()
     assert main(["sweep", *base, "--axis", "hidden=4100", "--workers", "1", "--out", str(tmp_path)]) == 2
     assert "--axis hidden=4100: llama-3-8b: heads 32 must divide hidden 4100" in capsys.readouterr().err
 
 
 def test_resume_drops_a_row_cut_short_and_blank_lines(one_process, tmp_path, capsys):
     assert main(["sweep", *SMALL, "--workers", "1", "--out", str(tmp_path)]) == 0
-    path = tmp_path / "sweep_t3-paper.csv"
+    path = _sweep_csv(tmp_path)
     lines = path.read_text().splitlines(keepends=True)
     per_task = 2 * 6
     # Three tasks and the fourth's rows but its last one cut in the middle, then a blank line.
@@ -194,7 +201,7 @@ def test_resume_refuses_the_same_name_with_other_values(tmp_path, capsys):
 def test_a_kernel_field_is_an_axis(tmp_path):
     assert main(["sweep", "--models", "t-nlg", "--tp", "8", "--phase", "prefill", "--axis",
                  "compute_efficiency=0.5,0.8", "--workers", "1", "--no-plots", "--out", str(tmp_path)]) == 0
-    rows = _rows(tmp_path / "sweep_t3-paper.csv")
+    rows = _rows(_sweep_csv(tmp_path))
     t3 = rows[0].index("speedup_t3")
     by = {e: [r[t3] for r in rows[1:] if r[1] == e] for e in ("0.5", "0.8")}
     assert by["0.5"] != by["0.8"]           # a slower GEMM hides more of the collective
@@ -205,7 +212,7 @@ def test_a_transport_field_is_an_axis(tmp_path):
     # channel the library's collective is channel-bound (48 GB/s), so sequential slows down.
     assert main(["sweep", "--models", "t-nlg", "--tp", "8", "--phase", "prefill", "--axis",
                  "channel_GBps=3,6", "--workers", "1", "--no-plots", "--out", str(tmp_path)]) == 0
-    rows = _rows(tmp_path / "sweep_t3-paper.csv")
+    rows = _rows(_sweep_csv(tmp_path))
     assert rows[0][1] == "channel_GBps"
     t3 = rows[0].index("speedup_t3_mca")
     by = {c: [float(r[t3]) for r in rows[1:] if r[1] == c] for c in ("3.0", "6.0")}
@@ -221,5 +228,5 @@ def test_t3_blocks_false_in_a_file_makes_t3_na_in_peers(tmp_path, capsys):
                     .replace("t3_blocks = true", "t3_blocks = false"))
     assert main(["peers", "--hardware-file", str(path), "--models", "llama-3-8b", "--tp", "8", "--phase", "prefill",
                  "--no-plots", "--no-validation", "--out", str(tmp_path)]) == 0
-    text = (tmp_path / "peers.md").read_text()
+    text = (tmp_path / "peers_bare_llama-3-8b_tp8.md").read_text()
     assert "bare, T3-MCA ring (TP 8): no tracker or near-memory reducer" in text

@@ -87,12 +87,12 @@ def test_report_writes_table_and_files(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "t-nlg" in out and "geomean headline" in out and "block timing:" in out
     assert "memory-controller cycles at 1 GHz" in out   # the clock the block figures assume
-    for name in ("report_t3-paper.csv", "report_t3-paper.json", "report_t3-paper.md"):
+    for name in ("report_t3-paper_t-nlg_tp8.csv", "report_t3-paper_t-nlg_tp8.json", "report_t3-paper_t-nlg_tp8.md"):
         assert (tmp_path / name).stat().st_size > 0, name
-    for name in ("speedup_t3-paper.png", "traffic_t3-paper.png", "timeline_fc2_t3-paper.png"):
+    for name in ("speedup_t3-paper_t-nlg_tp8.png", "traffic_t3-paper_t-nlg_tp8.png", "timeline_fc2_t3-paper_t-nlg_tp8.png"):
         assert_png(tmp_path / name)
         assert (tmp_path / name).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
-    data = json.loads((tmp_path / "report_t3-paper.json").read_text())
+    data = json.loads((tmp_path / "report_t3-paper_t-nlg_tp8.json").read_text())
     assert {r["scheme"] for r in data["rows"]} == set(PAPER_SCHEMES)
     assert data["config"]["block_timing"]["source"]
     # The traffic breakdown per scheme: per row, and per set and scheme.
@@ -106,7 +106,7 @@ def test_report_writes_table_and_files(tmp_path, capsys):
         assert row["vs_sequential_geomean"] == pytest.approx(1 - data["summaries"]["headline"]["dram_cut_geomean"]
                                                              [scheme])
     assert "cu_sharing" in data["slowdowns"]["headline"]
-    md = (tmp_path / "report_t3-paper.md").read_text()
+    md = (tmp_path / "report_t3-paper_t-nlg_tp8.md").read_text()
     assert "## DRAM traffic per scheme" in md and "| scheme | GEMM reads (MB) |" in md
     assert "## Overlap: slowdowns and net speedup" in md and "cu_sharing GEMM slowdown" in md
     assert "Overlap: GEMM and collective slowdowns" in out
@@ -128,7 +128,7 @@ def test_the_result_cache_is_reported_and_changes_nothing(tmp_path):
         runs.append((int(found.group(1)), int(found.group(2))))
     (cold_loaded, stored), (warm_loaded, warm_stored) = runs
     assert cold_loaded == 0 and stored > 0 and warm_loaded == stored == warm_stored
-    for name in ("report_t3-paper.csv", "report_t3-paper.md"):
+    for name in ("report_t3-paper_t-nlg_tp8.csv", "report_t3-paper_t-nlg_tp8.md"):
         assert (tmp_path / "cold" / name).read_text() == (tmp_path / "warm" / name).read_text(), name
     off = subprocess.run([*args, "--out", str(tmp_path / "off")], capture_output=True, text=True,
                          env={**os.environ, "T3_MODEL_CACHE": ""})
@@ -145,7 +145,7 @@ def test_sweep_writes_csv_with_progress(tmp_path, capsys):
                  "--hbm-GBps", "1000", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "configurations" in captured.err and "/s" in captured.err
-    with (tmp_path / "sweep_t3-paper.csv").open() as f:
+    with (tmp_path / "sweep_t3-paper_t-nlg_tp8-16.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 * 2 * 6  # link values x TP x (4 training + 2 prefill sublayers)
     assert {r["link_bw_GBps_per_link"] for r in rows} == {"75.0", "150.0"}

@@ -239,25 +239,26 @@ def _csv_rows(points: list[PeerPoint]) -> list[dict]:
 
 
 def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, plots: bool = True,
-                validation: str | None = None, fmt: str = "csv", errors: dict[str, float] | None = None
-                ) -> list[Path]:
-    """Write peers.md, peers.csv, peers.json, the heat map and the validation table."""
+                validation: str | None = None, fmt: str = "csv", errors: dict[str, float] | None = None,
+                name: str = "peers") -> list[Path]:
+    """Write <name>.md, .csv, .json, the heat map and the validation table (``name``: ``peers``,
+    and the CLI adds the platforms, models and TPs where a run chose them)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    md = out / "peers.md"
+    md = out / f"{name}.md"
     md.write_text(peers_markdown(points, layers, errors))
     written.append(md)
     rows = _csv_rows(points)
-    path = out / "peers.csv"
+    path = out / f"{name}.csv"
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     written.append(path)
     from .sweep import write_table
-    if (table := write_table(rows, out / "peers", fmt)) is not None:      # --format json|parquet
+    if (table := write_table(rows, out / name, fmt)) is not None:      # --format json|parquet
         written.append(table)
-    path = out / "peers.json"
+    path = out / f"{name}.json"
     path.write_text(json.dumps({
         "winners": winners(layers, errors),
         "layers": [{"platform": la.platform, "model": la.model, "tp": la.tp, "phase": la.phase,
@@ -270,5 +271,5 @@ def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, 
         written.append(path)
     if plots:
         from .peers_plots import plot_heatmap
-        written += plot_heatmap(winners(layers, errors), out / "peers_heatmap")
+        written += plot_heatmap(winners(layers, errors), out / f"{name}_heatmap")
     return written

@@ -199,13 +199,15 @@ def format_cu_sharing(study: dict[int, dict]) -> str:
 
 def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, plots: bool = True,
                   layers: list | None = None, cu_sharing: dict[int, dict] | None = None,
-                  fmt: str = "csv") -> list[Path]:
-    """Write CSV, JSON and Markdown (and PNG plots) named after the preset; return the paths.
+                  fmt: str = "csv", name: str | None = None) -> list[Path]:
+    """Write CSV, JSON and Markdown (and PNG plots) named after ``name`` (default: the
+    preset's name; the CLI adds the models and TPs where a run chose them); return the paths.
 
     ``layers`` (:func:`system_model.layer.layer_study`) and ``cu_sharing``
     (:func:`cu_sharing_study`) add the end-to-end and CU-sharing sections when given."""
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"report_{cfg.system.name}"
+    name = name or cfg.system.name
+    stem = f"report_{name}"
     summaries = _summaries(results)
     rows = _rows(results)
     paths = []
@@ -258,9 +260,9 @@ def write_outputs(results: list[PointResult], cfg: StudyConfig, out: Path, *, pl
     if plots:
         from .plots import plot_speedups, plot_timeline, plot_traffic
 
-        paths.append(plot_speedups(results, out / f"speedup_{cfg.system.name}.png"))
-        paths.append(plot_traffic(results, out / f"traffic_{cfg.system.name}.png"))
-        paths.append(plot_timeline(results, out / f"timeline_fc2_{cfg.system.name}.png", cfg=cfg))
+        paths.append(plot_speedups(results, out / f"speedup_{name}.png"))
+        paths.append(plot_traffic(results, out / f"traffic_{name}.png"))
+        paths.append(plot_timeline(results, out / f"timeline_fc2_{name}.png", cfg=cfg))
     return paths
 
 

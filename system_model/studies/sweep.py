@@ -261,9 +261,10 @@ def progress_line(done: int, total: int, started: float, width: int = 30) -> str
 
 
 def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | None = None,
-              resume: bool = False, fmt: str = "csv",
-              progress: Callable[[str], None] | None = None) -> tuple[Path, int, float]:
-    """Run every task not already in the results; return (path, configurations run, seconds)."""
+              resume: bool = False, fmt: str = "csv", progress: Callable[[str], None] | None = None,
+              name: str | None = None) -> tuple[Path, int, float]:
+    """Run every task not already in the results; return (path, configurations run, seconds).
+    The file is ``sweep_<name>.csv`` (default: the hardware's name)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if workers < 1:
@@ -275,7 +276,7 @@ def run_sweep(spec: SweepSpec, out: Path, *, workers: int = 1, scheduler: str | 
         if not any(p.tp == tp for p in points):
             raise ValueError(f"tp {tp} divides no sublayer of {', '.join(m.name for m in spec.models)}")
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"sweep_{spec.hardware.name}.csv"
+    path = out / f"sweep_{name or spec.hardware.name}.csv"
     sidecar = path.with_suffix(".axes.json")
     columns = _columns(spec)
     tasks = spec.tasks()
