@@ -214,5 +214,6 @@ def test_a_name_with_dots_names_every_output(tmp_path):
     assert main(["report", "--hardware-file", str(path), "--models", "t-nlg", "--tp", "8", "--phase", "prefill",
                  "--format", "json", "--out", str(tmp_path)]) == 0
     for name in ("report_my.gpu.v2_t-nlg_tp8.csv", "report_my.gpu.v2_t-nlg_tp8.rows.json",
-                 "speedup_my.gpu.v2_t-nlg_tp8.png", "speedup_my.gpu.v2_t-nlg_tp8.svg", "traffic_my.gpu.v2_t-nlg_tp8.png"):
+                 "speedup_my.gpu.v2_t-nlg_tp8.png", "speedup_my.gpu.v2_t-nlg_tp8.svg",
+                 "traffic_my.gpu.v2_t-nlg_tp8.png"):
         assert (tmp_path / name).stat().st_size > 0, name

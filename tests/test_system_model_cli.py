@@ -89,7 +89,8 @@ def test_report_writes_table_and_files(tmp_path, capsys):
     assert "memory-controller cycles at 1 GHz" in out   # the clock the block figures assume
     for name in ("report_t3-paper_t-nlg_tp8.csv", "report_t3-paper_t-nlg_tp8.json", "report_t3-paper_t-nlg_tp8.md"):
         assert (tmp_path / name).stat().st_size > 0, name
-    for name in ("speedup_t3-paper_t-nlg_tp8.png", "traffic_t3-paper_t-nlg_tp8.png", "timeline_fc2_t3-paper_t-nlg_tp8.png"):
+    for name in ("speedup_t3-paper_t-nlg_tp8.png", "traffic_t3-paper_t-nlg_tp8.png",
+                 "timeline_fc2_t3-paper_t-nlg_tp8.png"):
         assert_png(tmp_path / name)
         assert (tmp_path / name).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
     data = json.loads((tmp_path / "report_t3-paper_t-nlg_tp8.json").read_text())
