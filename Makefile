@@ -77,8 +77,9 @@ crosscheck: $(STAMP) iverilog cxx ## The model against the RTL ring running a st
 characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_timing.json (seconds)
 	$(PY) -m tb.characterize
 
-verilog: $(STAMP) ## Write build/verilog/<block>.v for every RTL block
-	$(PY) -m rtl.flow.generate --out build/verilog
+CONFIG ?= rtl/flow/paper.toml
+verilog: $(STAMP) ## Write build/verilog/<block>.v and its port map for every RTL block at the paper's sizes (CONFIG=file for others)
+	$(PY) -m rtl.flow.generate --out build/verilog --config $(CONFIG)
 
 lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every generated Verilog
 	$(PY) -m ruff check .

@@ -2,6 +2,7 @@
 
 * Prints the base seed of every randomised test (cocotb benches and hypothesis) in the
   header; ``SEED=<n>`` replays a whole run.
+* Lists the waveform of every cocotb test when ``WAVES=1``.
 * Prints the cycle counts of the cocotb benches and the trace runs, and the trace runs'
   functional coverage, at the end (under pytest-xdist, as ``make test`` runs, each worker
   hands its figures to the controller).
@@ -31,9 +32,11 @@ def pytest_sessionfinish(session, exitstatus):
     if workeroutput is None:
         return
     from tb.common.stats import SESSION_STATS
+    from tb.common.waves import SESSION_WAVES
     from tb.trace.coverage_summary import SESSION_COVERAGE
 
     workeroutput["t3_stats"] = SESSION_STATS
+    workeroutput["t3_waves"] = SESSION_WAVES
     workeroutput["t3_coverage"] = {label: dict(cov.counts) for label, cov in SESSION_COVERAGE.items()}
 
 
@@ -41,10 +44,12 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_testnodedown(node, error):
     """On the xdist controller: add up what each worker ran (make test runs one per core)."""
     from tb.common.stats import add_stats
+    from tb.common.waves import SESSION_WAVES
     from tb.trace.check import Coverage
     from tb.trace.coverage_summary import add_coverage
 
     output = getattr(node, "workeroutput", {})
+    SESSION_WAVES.extend(output.get("t3_waves", []))
     for block, totals in output.get("t3_stats", {}).items():
         add_stats(block, **totals)
     for label, counts in output.get("t3_coverage", {}).items():
@@ -55,8 +60,13 @@ def pytest_testnodedown(node, error):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from tb.common.stats import SESSION_STATS
+    from tb.common.waves import SESSION_WAVES
     from tb.trace.coverage_summary import coverage_lines
 
+    if SESSION_WAVES:
+        terminalreporter.section("waveforms (WAVES=1): one per test")
+        for path in sorted(SESSION_WAVES):
+            terminalreporter.write_line(path)
     lines = coverage_lines()
     if lines:
         terminalreporter.section("functional coverage of the trace runs (every bin must be hit)")

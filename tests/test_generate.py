@@ -33,7 +33,9 @@ def test_cli_writes_the_blocks_named(tmp_path, capsys):
     """The CLI's file handling (every block's conversion: test_every_block_converts_and_compiles;
     all of them through the CLI: make verilog)."""
     assert main(["--out", str(tmp_path), "stream_mux", "link_model"]) == 0
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["link_model.v", "stream_mux.v"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == [
+        "link_model.ports.json", "link_model.ports.md", "link_model.v",
+        "stream_mux.ports.json", "stream_mux.ports.md", "stream_mux.v"]
     assert "wrote" in capsys.readouterr().out
 
 
@@ -47,3 +49,48 @@ def test_build_component_rejects_unknown_block():
 
     with pytest.raises(ValueError, match=r"^block must be one of .*tracker_table.*, not 'x'$"):
         build_component("x")
+
+
+def test_a_configuration_file_sets_the_sizes_and_writes_a_port_map(tmp_path):
+    """`make verilog CONFIG=file`: the module at the asked sizes, its parameters in the header,
+    and a port map whose widths are the Verilog's own port widths."""
+    import json
+    import re
+
+    config = tmp_path / "mine.toml"
+    config.write_text("[stream_mux]\npayload_shape = 40\n\n[tracker_table]\nentries = 32\ncount_width = 6\n")
+    assert main(["--out", str(tmp_path), "--config", str(config), "stream_mux", "tracker_table"]) == 0
+    for block, params in (("stream_mux", {"payload_shape": 40}), ("tracker_table", {"entries": 32, "count_width": 6})):
+        text = (tmp_path / f"{block}.v").read_text()
+        for key, value in params.items():
+            assert f"//   {key} = {value!r}" in text
+        declared = {m.group(3): int(m.group(2) or 0) + 1
+                    for m in re.finditer(r"^\s*(input|output)\s+(?:wire\s+|reg\s+)?(?:\[(\d+):0\]\s+)?\\?(\S+?)\s*;",
+                                         text, re.M)}
+        ports = json.loads((tmp_path / f"{block}.ports.json").read_text())["ports"]
+        assert ports and all(declared[p["verilog"]] == p["width"] for p in ports), (block, declared)
+        for port in ports:                   # fields tile the bus: no gap, no overlap
+            if port["fields"]:
+                bits = sorted((f["lsb"], f["msb"]) for f in port["fields"])
+                assert bits[0][0] == 0 and bits[-1][1] == port["width"] - 1
+                assert all(b[0] == a[1] + 1 for a, b in zip(bits, bits[1:], strict=False))
+    assert "payload_shape=40" not in (tmp_path / "stream_mux.v").read_text().splitlines()[0]
+
+
+def test_a_bad_configuration_is_refused_before_anything_is_written(tmp_path, capsys):
+    config = tmp_path / "bad.toml"
+    config.write_text("[tracker_table]\nentries = 3\n")
+    assert main(["--out", str(tmp_path / "out"), "--config", str(config)]) == 2
+    assert "bad.toml: [tracker_table] entries" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    config.write_text("[no_such_block]\n")
+    assert main(["--out", str(tmp_path / "out"), "--config", str(config)]) == 2
+    assert "is not a block" in capsys.readouterr().err
+
+
+def test_the_paper_configuration_builds():
+    from rtl.flow.generate import PAPER_CONFIG, read_config
+
+    config = read_config(PAPER_CONFIG)
+    assert config["tracker_table"]["entries"] == 256 and config["t3_slice"]["beat_width"] == 256
+    assert config["fp_adder"]["latency"] == 5

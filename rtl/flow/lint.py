@@ -20,7 +20,7 @@ __all__ = ["lint_block", "main", "WAIVERS"]
 WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
 
 
-def lint_block(block: str, out: Path = Path("build/verilog")) -> tuple[bool, str]:
+def lint_block(block: str, out: Path = Path("build/lint")) -> tuple[bool, str]:
     """``(clean, messages)`` of Verilator's lint of ``block``."""
     path = write_verilog(block, out / f"{block}.v")
     result = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS), str(path), "--top-module", block],

@@ -8,7 +8,8 @@ parameter set gets its own build folder under ``sim_build/<block>/<param-set>/``
 Environment
 -----------
 ``SIM``    simulator for cocotb (default ``icarus``).
-``WAVES``  ``1`` dumps an FST waveform per test into the build folder.
+``WAVES``  ``1`` dumps a waveform per test, ``<build folder>/waves/<testcase>.fst``, and
+           lists the paths at the end of the run (:mod:`tb.common.waves`).
 ``SEED``   base seed of the randomised tests (see :mod:`tb.common.seeds`).
 
 The simulated Verilog is ``write_verilog(..., simulation=True)``: a failing RTL ``Assert``
@@ -38,6 +39,7 @@ from .lockstep import REPLAY_ENV, STATS_ENV, STREAMS_ENV
 from .protocol import stream_ports
 from .seeds import base_seed, derive_seed
 from .stats import add_stats
+from .waves import record as record_waves
 
 __all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
 
@@ -139,6 +141,13 @@ class CocotbBench:
         stats_file = self.build_dir / "sim" / f"stats-{testcase}.json"
         stats_file.unlink(missing_ok=True)
         results = self.build_dir / "sim" / f"results-{testcase}.xml"
+        waves = self.build_dir / "waves" / f"{testcase}.fst" if _waves() else None
+        plusargs = []
+        if waves is not None:
+            waves.parent.mkdir(parents=True, exist_ok=True)
+            waves.unlink(missing_ok=True)
+            if self.simulator == "icarus":
+                plusargs.append(f"+dumpfile_path={waves}")
         try:
             self._runner.test(
                 test_module=self.test_module,
@@ -152,12 +161,20 @@ class CocotbBench:
                 build_dir=self.build_dir / "sim",
                 test_dir=self.build_dir / "sim",
                 results_xml=str(results),
+                plusargs=plusargs,
             )
         except (SystemExit, RuntimeError) as exc:
             # Under pytest, cocotb's runner exits on a failed test, and raises RuntimeError when
             # the simulator's exit status is not 0 ($fatal of an RTL assertion); say why.
             raise AssertionError(f"cocotb testcase {testcase!r} failed: {failure_message(results, exc)}"
                                  f"\n{replay}") from None
+        if waves is not None:
+            produced = self.build_dir / "sim" / str(self._runner._waves_file())
+            if not waves.exists() and produced.exists():
+                shutil.move(produced, waves.with_suffix(produced.suffix))
+                waves = waves.with_suffix(produced.suffix)
+            print(f"waveform: {waves}")
+            record_waves(waves)
         tests, failed = get_results(results)
         assert tests == 1, f"cocotb ran {tests} tests for testcase {testcase!r}, expected 1"
         assert failed == 0, f"cocotb testcase {testcase!r} failed: {failure_message(results)}\n{replay}"
