@@ -95,6 +95,9 @@ bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, 
 mutate: $(STAMP) iverilog cxx ## Mutation check: realistic RTL bugs, each must fail its tests (sim_results/mutation.md; ONLY=regex; about 8 min)
 	$(PY) -m tb.mutate --baseline $(if $(ONLY),--only '$(ONLY)')
 
+docs: $(STAMP) ## The documentation site (MkDocs; warnings are errors; references generated from the code) into build/site/
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
 install-check: ## A model-only install in a fresh venv outside the repository: size, no leaks, `t3-model report` from another folder (CI runs it)
 	$(PY) -m tb.install_check
 

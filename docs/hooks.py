@@ -129,7 +129,7 @@ def _bounds(instance, field: str) -> str:
         try:
             dataclasses.replace(instance, **{field: type(value)(probe) if isinstance(value, int) else probe})
         except (ValueError, TypeError, OverflowError) as error:
-            match = re.search(rf"{field} must (be .+?)(?:, not |$)", str(error))
+            match = re.search(rf"{field} must be (.+?)(?:, not |$)", str(error))
             if match and match.group(1) not in found:
                 found.append(match.group(1))
     return "; ".join(found)
