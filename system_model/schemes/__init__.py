@@ -52,7 +52,7 @@ SCHEME_SOURCES = {
     "ideal_rs_nmc": "the GEMM, then T3's hardware reduce-scatter alone, then the all-gather",
     "t3": "Pati et al., ASPLOS 2024 (arXiv 2401.16677): track & trigger, NMC, round-robin DRAM arbiter",
     "t3_mca": "Pati et al., ASPLOS 2024: T3 with compute-first memory-controller arbitration (T3-MCA)",
-    "cu_sharing": "the T3 paper's motivation study: each stage's chunk all-reduced by the library on k CUs",
+    "cu_sharing": "the T3 paper's motivation study: the stages done so far all-reduced by the library on k CUs",
     "t3_ring": "T3-MCA on a ring laid over the platform's fabric",
     "t3_direct": "T3's tracker and NMC with direct remote updates (this model's extension)",
     "flux": "Chang et al., arXiv 2406.06858; github.com/bytedance/flux",

@@ -13,9 +13,10 @@
   overlapped, then the all-gather.
 * ``t3``, ``t3_mca``: :mod:`.t3`.
 * ``cu_sharing``: software fine-grained overlap, the paper's motivation study: the GEMM in
-  ``tp`` stages on ``cus - k`` CUs; as each stage's chunk is done, the library's all-reduce
-  of it runs on the other ``k`` CUs (at most ``k`` channels' rate), one chunk after another,
-  sharing the DRAM round-robin with the GEMM. It hides the all-gather too.
+  ``tp`` stages on ``cus - k`` CUs; whenever the library's all-reduce is free, the stages
+  done by then are all-reduced as one collective on the other ``k`` CUs (at most ``k``
+  channels' rate), sharing the DRAM round-robin with the GEMM; near the GEMM's end the
+  rest waits for it rather than pay one more latency. It hides the all-gather too.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     engine = sub.engine("rr", record=record)
     timeline: list = []
     pending: list[int] = []
-    state = {"busy": False, "last_end": 0.0, "gemm": None, "comm_s": 0.0}
+    state = {"busy": False, "last_end": 0.0, "gemm": None, "comm_s": 0.0, "waves_done": 0, "wave_end": 0.0}
     finished: list[float] = []
     cum = []
     acc = 0
@@ -145,15 +146,24 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     def next_collective(e: Engine) -> None:
         # The stages done by now go as one collective: one all-reduce of their rows, rather
         # than one after another, each paying the library's latency again (a split that
-        # paid them twice made a bigger GEMM finish sooner).
+        # paid them twice made a bigger GEMM finish sooner). Near the GEMM's end the runtime
+        # waits for the rest rather than split it off: a batch sent now leaves the last
+        # stages a collective of their own, one more latency, which costs more than the link
+        # idling until the GEMM ends (the wait is at most what is left of the GEMM).
         if state["busy"] or not pending:
             return
-        first, last = pending[0], pending[-1]
         nbytes = sum(gemm.stage_bytes[s] for s in pending)
-        pending.clear()
         if nbytes <= 0:
+            pending.clear()
             return
         p = sub.plan(op, nbytes, channels=k)        # the all-reduce of these stages' rows
+        if state["gemm"] is None and state["waves_done"] < gemm.waves:
+            per_wave = state["wave_end"] / state["waves_done"]
+            left = (gemm.waves - state["waves_done"]) * per_wave - (e.now - state["wave_end"])
+            if left < p.latency_s:
+                return                              # sent with the rest at the GEMM's end
+        first, last = pending[0], pending[-1]
+        pending.clear()
         state["busy"] = True
         begin = e.now
 
@@ -171,10 +181,15 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
             ends.setdefault((total - 1) // gemm.cus, []).append(s)
 
     def on_wave(e: Engine, w: int) -> None:
+        state["waves_done"], state["wave_end"] = w + 1, e.now
         pending.extend(ends.get(w, []))
         next_collective(e)
 
-    run = GemmRun(sub, gemm, on_wave=on_wave, marks_at=set(ends), on_end=lambda e: state.__setitem__("gemm", e.now))
+    def gemm_end(e: Engine) -> None:
+        state["gemm"] = e.now
+        next_collective(e)                          # what waited for the GEMM's end
+
+    run = GemmRun(sub, gemm, on_wave=on_wave, marks_at=set(ends), on_end=gemm_end)
     run.start(engine)
     engine.run()
     end = max([state["gemm"], *finished])

@@ -234,7 +234,11 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         if s < 1 or s >= tp - 1 or flows[s] is not None or ends[s - 1] is None:
             return
         if stage_bytes[s] == 0:
-            flows[s] = engine.start(Flow(f"step {s + 1}", 0.0, {}, cap=1.0), lambda e, fl: step_done(s, e.now))
+            # An empty stage (more GPUs than tile rows) is done at once; its successor starts
+            # from the event queue, not from here, so that a run of empty stages is a loop of
+            # events, not a recursion as deep as the ring (a TP of 512 overflowed the stack).
+            flows[s] = engine.start(Flow(f"step {s + 1}", 0.0, {}, cap=1.0),
+                                    lambda e, fl: e.after(0.0, lambda e2: step_done(s, e2.now)))
             return
         w = prod.first_wave[s]
         if run.waves_done() < w + 1 - 1e-9:

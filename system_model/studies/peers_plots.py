@@ -16,9 +16,8 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     each cell labelled with the scheme. A cell whose margin is within the model's validated
     error is hatched and says so. Writes ``stem``.png and .svg."""
     import matplotlib.pyplot as plt
-    from matplotlib.colors import TwoSlopeNorm
 
-    from .figures import save_figure  # headless, stable SVG ids
+    from .figures import ratio_colorbar, ratio_norm, save_figure  # headless, stable SVG ids
 
     platforms = list(dict.fromkeys(r["platform"] for r in rows))
     tps = sorted({r["tp"] for r in rows})
@@ -29,15 +28,18 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
                 for p in platforms]
     ratio, software = grid("t3_over_software"), grid("software_speedup")
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.55 * len(platforms) + 2.2), constrained_layout=True)
-    finite = [v for row in ratio for v in row if not math.isnan(v)] or [1.0]
-    norm = TwoSlopeNorm(vcenter=1.0, vmin=min(min(finite), 0.95), vmax=max(max(finite), 1.05))
-    panels = ((axes[0], ratio, "RdBu", norm, "T3 (best variant) over the best software scheme", "t3"),
-              (axes[1], software, "viridis", None, "Best software scheme over sequential", "software"))
+    # Both panels are ratios: a colour scale symmetric around 1.0 in log (white: a tie).
+    panels = ((axes[0], ratio, "RdBu", ratio_norm([v for row in ratio for v in row if not math.isnan(v)]),
+               "T3 (best variant) over the best software scheme", "t3"),
+              (axes[1], software, "RdBu", ratio_norm([v for row in software for v in row if not math.isnan(v)]),
+               "Best software scheme over sequential", "software"))
     for ax, data, cmap, nrm, title, label_key in panels:
         image = ax.imshow(data, cmap=cmap, norm=nrm, aspect="auto")
         ax.set_xticks(range(len(tps)), [f"TP {tp}" for tp in tps])
         ax.set_yticks(range(len(platforms)), platforms)
         ax.set_title(title, fontsize=11)
+        ax.set_xlabel("tensor-parallel degree (GPUs in the group)", fontsize=9)
+        ax.set_ylabel("platform", fontsize=9)
         for i, p in enumerate(platforms):
             for j, tp in enumerate(tps):
                 r = by.get((p, tp))
@@ -47,14 +49,16 @@ def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
                     continue
                 name = SCHEME_LABELS.get(r[label_key] or "", "")
                 shade = image.norm(value)
-                dark = shade < 0.2 or shade > 0.8 if nrm is not None else shade < 0.4
+                dark = shade < 0.2 or shade > 0.8
                 undecided = label_key == "t3" and r.get("decided") is False
                 if undecided:
                     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", linewidth=0,
                                                edgecolor="grey"))
                 note = "\nwithin model error" if undecided else ""
                 ax.text(j, i, f"{value:.2f}x\n{name}{note}", ha="center", va="center", fontsize=7 if note else 8,
-                        color="white" if dark and not undecided else "black")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    fig.suptitle("Per-layer speedup, Llama 3 (geomean over models, training and prefill)", fontsize=12)
+                        color="white" if dark and not undecided else "black",
+                        bbox=dict(facecolor="white", alpha=0.75, linewidth=0, pad=1.0) if undecided else None)
+        ratio_colorbar(fig, image, ax, "speedup (x)")
+    fig.suptitle("Per-layer speedup (each cell: the geomean over the models, training and prefill, of the Transformer"
+                 " layer's speedup)", fontsize=11)
     return save_figure(fig, stem)
