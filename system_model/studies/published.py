@@ -134,6 +134,25 @@ BUS_BANDWIDTHS: tuple[BusBandwidth, ...] = (
                  "67108864 16777216 float sum -1 429.1 156.38 273.66 0"),
     BusBandwidth("mi300x", 8, "all_reduce", "default", 16 * MiB, 197.26, _ROCM_BLOG,
                  "16777216 4194304 float sum -1 148.8 112.72 197.26 0"),
+    # Across nodes (found by the v3 sceptic reviews; added with their quotes, before any run
+    # on them): two and four HGX H100 nodes on 8 x 400 Gb/s RoCE, and 248 HGX H200 nodes.
+    BusBandwidth("h100-sxm", 16, "all_reduce", "default", 8 * GiB, 430.0,
+                 "NVIDIA/nccl issue 1221 (2024-03-13), all_reduce_perf -b 4G -e 8G, NCCL 2.19.3, nodes of 8 x H100 "
+                 "with 8 x 400 Gb RoCE; NVLS enabled (NCCL's default, NVLS-tree across nodes)",
+                 "if I run all_reduce on single nodes or 2 nodes. when I set NCCL_NVLS_ENABLE=0 /1 . the bus BW "
+                 "will upgraded from 330GB to 430GB"),
+    BusBandwidth("h100-sxm", 16, "all_reduce", "ring", 8 * GiB, 330.0,
+                 "NVIDIA/nccl issue 1221 (2024-03-13), as above, NCCL_NVLS_ENABLE=0 (the ring)",
+                 "the bus BW will upgraded from 330GB to 430GB"),
+    BusBandwidth("h100-sxm", 32, "all_reduce", "default", 8 * GiB, 320.0,
+                 "NVIDIA/nccl issue 1221 (2024-03-13), as above, 4 nodes (32 GPUs)",
+                 "but run it on nodes which is more than 2 . I set NCCL_NVLS_ENABLE=0 /1. it do not result in a "
+                 "performance improvement. same busbw 320GB"),
+    BusBandwidth("h200-sxm", 1984, "all_reduce", "default", 512 * MiB, 350.0,
+                 "NVIDIA/nccl-tests issue 283 (2025-01-18), all_reduce_perf --minbytes 512M --maxbytes 512M on 248 "
+                 "servers of 8 x H200, default NCCL_ALGO",
+                 "The default NCCL_ALGO is being used. During extended testing, the bus bandwidth has been unstable, "
+                 "typically measuring around 350G"),
     BusBandwidth("mi355x", 8, "all_reduce", "default", 8 * GiB, 360.97,
                  "ROCm/system-acceptance-docs docs/common/rccl-benchmarking.md (commit 23e7312): example output on "
                  "8 x MI350X, which has MI355X's xGMI links",
