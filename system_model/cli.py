@@ -609,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(unknown)
     if not argv or argv[0] not in (*_COMMANDS, "-h", "--help"):
         argv = ["report", *argv]
+    zoo = dict(MODELS)          # a --model-file's model joins the zoo for this command only
     try:
         args = _parser().parse_args(argv)
         if args.command == "show-preset":
@@ -629,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (ValueError, TypeError, OSError, KeyError) as error:
         return _fail(str(error))
+    finally:
+        MODELS.clear()
+        MODELS.update(zoo)
 
 
 def main_entry() -> None:

@@ -38,13 +38,18 @@ def test_the_readme_is_short_and_links_what_it_names():
 
 def test_the_examples_run(tmp_path, capsys):
     from system_model.cli import main
+    from system_model.describe.models import MODELS
 
+    zoo = dict(MODELS)
     examples = REPO / "examples"
     assert main(["point", "--hardware-file", str(examples / "my_gpu.toml"), "--gemm", "4096,4096,1024",
                  "--tp", "8"]) == 0
     for model in ("dense_model.toml", "gqa_model.toml"):
         assert main(["report", "--model-file", str(examples / model), "--tp", "8", "--phase", "prefill",
                      "--no-plots", "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    # A model file's model joins the zoo for its command only (it once stayed, and a later
+    # command in the same process swept it too).
+    assert MODELS == zoo
 
 
 def test_the_readme_headline_is_the_committed_one():
