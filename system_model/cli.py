@@ -21,6 +21,9 @@ __all__ = ["main"]
 
 #: The preset a command runs without --preset or --hardware-file.
 DEFAULT_PRESET = "t3-paper"
+#: Where a command writes without --out: a folder named after the tool in the current one
+#: (the repository's committed sim_results/ is written only by its make targets, which say so).
+DEFAULT_OUT = "t3-model-results"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,7 +80,8 @@ def _add_config(p: argparse.ArgumentParser) -> None:
                    help=f"hardware preset (default: {DEFAULT_PRESET}; `show-preset NAME` prints one as TOML)")
     p.add_argument("--hardware-file", type=Path, default=None,
                    help="a hardware description (TOML, as `show-preset` prints) instead of --preset")
-    p.add_argument("--out", type=_folder, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    p.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
+                   help="output folder (default: ./%(default)s; the make targets write the repository's sim_results/)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: the figures `make characterize` "
                         "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
@@ -182,7 +186,8 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--tp", type=_csv_list(int), default=None, help="TP degrees (default: 4,8,16,32)")
     peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
                        help="which phase (default: %(default)s)")
-    peers.add_argument("--out", type=_folder, default=Path("sim_results"), help="output folder (default: %(default)s)")
+    peers.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
+                       help="output folder (default: ./%(default)s; `make peers` writes the repository's sim_results/)")
     peers.add_argument("--hardware-file", type=Path, default=None,
                        help="a hardware description (TOML) to run, alone unless --platforms names others too")
     peers.add_argument("--model-file", type=Path, default=None,

@@ -66,3 +66,10 @@ def test_refused_before_any_work(folder, capsys, argv, message):
 ])
 def test_what_does_not_conflict_still_runs(folder, capsys, argv):
     assert main([*argv, *(["--out", "out"] if argv[0] != "point" else [])]) == 0, capsys.readouterr().err
+
+
+def test_without_out_a_run_writes_a_folder_named_after_the_tool(folder, capsys):
+    """A bare run writes ./t3-model-results/, not a sim_results/ that looks like the repository's."""
+    assert main(["report", "--models", "gpt-3", "--tp", "32", "--no-plots"]) == 0, capsys.readouterr().err
+    assert (folder / "t3-model-results" / "report_t3-paper_gpt-3_tp32.csv").is_file()
+    assert not (folder / "sim_results").exists()
