@@ -110,18 +110,38 @@ def _attributes(cls) -> dict[str, str]:
             continue
         if not in_attributes or stripped.startswith("---"):
             continue
-        match = re.match(r"^    (\w+) : ", line)
+        match = re.match(r"^    (\w+(?:, \w+)*) : ", line)
         if match:
-            name = match.group(1)
-            out[name] = ""
+            names = match.group(1).split(", ")
+            name = names[0]
+            for other in names:
+                out[other] = ""
         elif name and stripped:
             out[name] = (out[name] + " " + stripped).strip()
+    # A shared entry ("tile_m, tile_n : int") gives each name the same text.
+    return _share(doc, out)
+
+
+def _share(doc: str, out: dict[str, str]) -> dict[str, str]:
+    for line in doc.splitlines():
+        match = re.match(r"^    (\w+(?:, \w+)+) : ", line)
+        if match:
+            names = match.group(1).split(", ")
+            for other in names[1:]:
+                out[other] = out[names[0]]
     return out
 
 
 def _bounds(instance, field: str) -> str:
     """The bounds the class's own checks enforce, read from the errors they raise."""
     value = getattr(instance, field)
+    if isinstance(value, str):                        # a choice: its message lists the allowed values
+        try:
+            dataclasses.replace(instance, **{field: "?"})
+        except (ValueError, TypeError) as error:
+            match = re.search(rf"{field} must be (.+?)(?:, not |$)", str(error))
+            return match.group(1) if match else ""
+        return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return ""
     found = []
@@ -135,8 +155,14 @@ def _bounds(instance, field: str) -> str:
     return "; ".join(found)
 
 
+def _plain(text: str) -> str:
+    """Docstring markup as plain text (``:data:`X``` -> X, ````x```` -> `x`)."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
 def _field_table(cls, instance) -> list[str]:
-    described = _attributes(cls)
+    described = {k: _plain(v) for k, v in _attributes(cls).items()}
     lines = ["| field | meaning | default | checked |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         default = "required" if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING \
@@ -208,15 +234,17 @@ def ports_reference() -> str:
     """Every generatable block's ports, from its Amaranth signature; stream payloads laid out
     field by field (bit offsets from the Amaranth layouts, as the flat Verilog buses carry them)."""
     from rtl.flow.field_map import block_ports
+    from rtl.flow.generate import PAPER_CONFIG, read_config
 
     lines = ["# Ports and payloads", "",
-             "Generated from each block's Amaranth signature at its default parameters (`make verilog` writes "
-             "the same modules; `make verilog CONFIG=file` other sizes, with the same map in "
-             "`build/verilog/<block>.ports.json` and `.md`). In the Verilog a stream is `<name>__valid`, "
-             "`<name>__ready` and `<name>__payload`, and a structured payload is one flat bus whose bits are "
-             "laid out as the table says (bit 0 first).", ""]
-    for block in block_ports():
-        lines += [f"## `{block['name']}`", "", block["doc"] + ".", "",
+             "Generated from each block's Amaranth signature at the paper's sizes (`rtl/flow/paper.toml`), the "
+             "modules `make verilog` writes; `make verilog CONFIG=file` writes other sizes with the same map "
+             "beside each module (`build/verilog/<block>.ports.json` and `.md`). In the Verilog a stream is "
+             "`<name>__valid`, `<name>__ready` and `<name>__payload`, and a structured payload is one flat bus "
+             "whose bits are laid out as the table says (bit 0 first).", ""]
+    for block in block_ports(overrides=read_config(PAPER_CONFIG)):
+        params = ", ".join(f"`{k}={v!r}`" for k, v in block["params"].items()) or "its defaults"
+        lines += [f"## `{block['name']}`", "", f"Parameters: {params}.", "",
                   "| port | direction | width | fields (bits) |", "|---|---|---|---|"]
         for port in block["ports"]:
             fields = "; ".join(f"`{f['name']}` [{f['msb']}:{f['lsb']}]" for f in port["fields"])

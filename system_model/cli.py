@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,12 @@ DEFAULT_OUT = "t3-model-results"
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # No abbreviated options: an old flag (--link-bw-GBps) must not pass as a prefix of
+        # its renamed one (--link-bw-GBps-per-link).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit 2, no usage dump
         raise SystemExit(_fail(f"{self.prog}: {message}"))
 
@@ -75,13 +82,15 @@ def _jobs(text: str) -> int:
     return value
 
 
-def _add_config(p: argparse.ArgumentParser) -> None:
+def _add_config(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--preset", default=None, choices=list(PRESETS),
                    help=f"hardware preset (default: {DEFAULT_PRESET}; `show-preset NAME` prints one as TOML)")
     p.add_argument("--hardware-file", type=Path, default=None,
                    help="a hardware description (TOML, as `show-preset` prints) instead of --preset")
-    p.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
-                   help="output folder (default: ./%(default)s; the make targets write the repository's sim_results/)")
+    if out:
+        p.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
+                       help="output folder (default: ./%(default)s; the make targets write the repository's "
+                            "sim_results/)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: the figures `make characterize` "
                         "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
@@ -132,8 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--hbm-GBps", type=_csv_list(float), default=None,
                        help="HBM bandwidths (GB/s), as --axis hbm_GBps=... "
                             "(default without --axis: 500,1000,2000,4000)")
-    sweep.add_argument("--workers", type=_jobs, default=os.cpu_count() or 1,
-                       help="worker processes of a local Dask cluster; 1 runs in this process (default: one per core)")
+    sweep.add_argument("--workers", type=_jobs, default=None,
+                       help="worker processes of a local Dask cluster; 1 runs in this process (default: one per "
+                            "core with the [sweep] extra (Dask), else 1)")
     sweep.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:8786)")
     sweep.add_argument("--resume", action="store_true", help="keep the finished tasks of an interrupted sweep")
     sweep.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
@@ -141,10 +151,13 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-plots", action="store_true",
                        help="skip the heat map (speedup over the first two axes, a panel per scheme)")
     sweep.set_defaults(tp=None)
+    for action in sweep._actions:
+        if action.dest == "tp":
+            action.help = "comma-separated tensor-parallel degrees (default: 4,8,16,32 for every model)"
     sensitivity = sub.add_parser(
         "sensitivity", help="move every calibrated value down and up by a step, re-run the headline points and "
                             "report how the T3-MCA headline figures move; write sensitivity_<preset>.md/.json",
-        description="Examples: 't3-model sensitivity --jobs 2' (±25%%, a tornado chart); 't3-model sensitivity "
+        description="Examples: 't3-model sensitivity --jobs 2' (±25%, a tornado chart); 't3-model sensitivity "
                     "--step 0.1 --hardware-file my_gpu.toml'.")
     _add_config(sensitivity)
     sensitivity.add_argument("--step", type=_step, default=0.25,
@@ -167,7 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     crosscheck.add_argument("--rtl", action="store_true", help="run the RTL scenarios (else read the recorded ones)")
     crosscheck.add_argument("--size", choices=("full", "quick"), default=None,
                             help="with --rtl: scenario sizes (default: full; without --rtl the record's)")
-    crosscheck.add_argument("--only", default=None, help="one scenario (compute_bound, memory_heavy, link_bound)")
+    crosscheck.add_argument("--only", default=None,
+                            help="one scenario (compute_bound, memory_heavy, link_bound, latency_bound)")
     crosscheck.add_argument("--gpus", type=int, default=None, help="only the scenarios with this many GPUs")
     crosscheck.add_argument("--schedule", choices=("t3", "t3_mca", "sequential"), default=None,
                             help="with --rtl: one schedule only (a replay; nothing is written)")
@@ -204,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Examples: 't3-model point --preset h100-sxm --gemm 2048,16384,2048 --tp 8 --collective "
                     "reduce_scatter'; 't3-model point --hardware-file my_gpu.toml --gemm 8192,8192,4096 --tp 16'. "
                     "The invariant tests print such a command for any configuration they find wanting.")
-    _add_config(point)
+    _add_config(point, out=False)                # point prints; it writes no file
     point.add_argument("--gemm", type=_csv_list(int), required=True, metavar="M,N,K",
                        help="the GEMM each GPU runs, M,N,K (C is M x N, the all-reduced tensor)")
     point.add_argument("--tp", type=int, required=True, help="the tensor-parallel degree (GPUs in the group)")
@@ -323,6 +337,7 @@ def _peers(args) -> int:
 def _crosscheck(args) -> int:
     import json
 
+    _repository_on_path()
     try:
         from .studies import crosscheck as xc
     except ModuleNotFoundError:
@@ -375,7 +390,8 @@ def _rtl_timing(path: Path | None) -> Path | None:
     """An ``--rtl-timing`` given explicitly must exist (only the default falls back to the
     components' properties)."""
     if path is not None and not path.is_file():
-        raise FileNotFoundError(f"--rtl-timing: no such file: {path}")
+        what = "no such file" if not path.exists() else "not a regular file"
+        raise FileNotFoundError(f"--rtl-timing: {what}: {path}")
     return path
 
 
@@ -492,7 +508,7 @@ def _sweep(args) -> int:
                      tuple(MODELS[m] for m in models), tuple(tps), phases, args.workload,
                      str(_rtl_timing(args.rtl_timing)) if args.rtl_timing else None)
     name = _output_name(spec.hardware.name, args)
-    path, ran, seconds = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+    path, ran, seconds = run_sweep(spec, args.out, workers=args.workers or 1, scheduler=args.scheduler,
                                    resume=args.resume, fmt=args.format, progress=stderr_progress, name=name)
     print(file=sys.stderr)
     rate = ran / seconds if seconds > 0 else float("inf")
@@ -545,15 +561,33 @@ def _check_args(args) -> None:
             raise ValueError("--tp and --axis tp both choose the TP degrees: give one")
         if args.models is not None and "model" in named:
             raise ValueError("--models and --axis model both choose the models: give one")
+        if args.model_file is not None and "model" in named:
+            raise ValueError("--model-file and --axis model both choose the models: add the file's model to the "
+                             "axis by its name, or leave the axis out")
+        if args.scheduler is not None and args.workers is not None:
+            raise ValueError("--scheduler and --workers: an existing cluster has its own workers; give one")
+        if args.scheduler is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://[^\s:/]+(:\d+)?", args.scheduler):
+            raise ValueError(f"--scheduler must be a Dask address such as tcp://host:8786, not {args.scheduler!r}")
+        dask = _has("dask.distributed")
+        if (args.scheduler is not None or (args.workers or 1) > 1) and not dask:
+            raise ValueError("a sweep on Dask (--workers > 1 or --scheduler) needs the [sweep] extra: "
+                             "pip install 't3-hw[sweep]'")
+        if args.workers is None and args.scheduler is None:
+            args.workers = (os.cpu_count() or 1) if dask else 1
+    if getattr(args, "format", None) == "parquet" and not _has("pyarrow"):
+        raise ValueError("--format parquet needs the [parquet] extra: pip install 't3-hw[parquet]'")
     if command == "crosscheck":
         _check_crosscheck(args)
     out = getattr(args, "out", None)
     if out is not None:
+        if out.is_symlink() and not out.exists():
+            raise ValueError(f"--out {out}: a link to nothing")
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out {out}: a file is there, not a folder")
         existing = next(p for p in (out, *out.absolute().parents) if p.exists())
         if not existing.is_dir() or not os.access(existing, os.W_OK):
             raise ValueError(f"--out {out}: {existing} is not a folder this user can write in")
+        _probe_folder(out)
         if command == "sweep" and args.resume:
             name = _output_name(_hardware(args).name, args)
             if not (out / f"sweep_{name}.csv").is_file():
@@ -570,7 +604,58 @@ def _needs_the_repository(what: str):
                       f"after `pip install -e '.[rtl]'` (or `make venv`)")
 
 
+def _has(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _probe_folder(out: Path) -> None:
+    """Create ``out`` and what is missing above it, then remove what was created: a folder that
+    cannot be made (under /proc, on a read-only mount) is refused before the study runs, and a
+    refused command leaves nothing behind."""
+    missing = [p for p in (out.absolute(), *out.absolute().parents) if not p.exists()]
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+    except OSError as error:
+        raise ValueError(f"--out {out}: cannot be created ({error.strerror})") from None
+    finally:
+        for folder in missing:
+            if folder.is_dir():
+                folder.rmdir()
+
+
+def _repeated_option(argv: list[str]) -> str | None:
+    """An option given twice where one value is kept (argparse would keep the last silently)."""
+    seen = set()
+    for word in argv:
+        if word == "--":
+            break
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            if name in seen and name != "--axis":
+                return name
+            seen.add(name)
+    return None
+
+
+def _repository_on_path() -> None:
+    """The RTL side (rtl/, tb/) is imported from a clone: its root is the folder holding this
+    package (an editable install) or the current one; the console script has neither on
+    sys.path of its own."""
+    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+        if (root / "tb" / "__init__.py").is_file() and (root / "rtl" / "__init__.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return
+
+
 def _check_crosscheck(args) -> None:
+    _repository_on_path()
     try:
         from tb.gemm_ring.scenarios import scenarios
     except ModuleNotFoundError:
@@ -612,6 +697,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and (unknown := _unknown_command(argv[0])):
         return _fail(unknown)
+    if repeated := _repeated_option(argv):
+        return _fail(f"{repeated} is given twice: give it once")
     if not argv or argv[0] not in (*_COMMANDS, "-h", "--help"):
         argv = ["report", *argv]
     zoo = dict(MODELS)          # a --model-file's model joins the zoo for this command only

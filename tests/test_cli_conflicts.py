@@ -21,6 +21,7 @@ def folder(tmp_path, monkeypatch):
     (tmp_path / "big.toml").write_text('name = "big"\nhidden = 4096\nffn = 16384\nactivation = "gelu"\n'
                                        'heads = 32\nlayers = 1048576\n')
     (tmp_path / "a_file").write_text("")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     return tmp_path
 
 
@@ -46,6 +47,16 @@ CASES = [
     (["reprot"], "did you mean 'report'"),
     (["report", "--model-file", "big.toml", "--tp", "8"], r"big\.toml: layers must be between 1 and 10000"),
     (["sweep", "--axis", "link_bw_GBps=100,200"], "now link_bw_GBps_per_link"),
+    # Found by the sceptic review of #26:
+    (["report", "--preset", "h100-sxm", "--preset", "mi300x"], "--preset is given twice"),
+    (["point", "--gemm", "8,8,8", "--tp", "8", "--tp", "16"], "--tp is given twice"),
+    (["sweep", "--link-bw-GBps", "100"], "unrecognized arguments: --link-bw-GBps"),
+    (["point", "--gemm", "8,8,8", "--tp", "8", "--out", "x"], "unrecognized arguments: --out"),
+    (["sweep", "--scheduler", "tcp://localhost:1", "--workers", "2"], "--scheduler and --workers"),
+    (["sweep", "--scheduler", "notaurl"], "must be a Dask address"),
+    (["sweep", "--model-file", "big.toml", "--axis", "model=gpt-3"], "--model-file and --axis model"),
+    (["report", "--out", "dangling"], "a link to nothing"),
+    (["report", "--out", "/proc/t3-model-test"], "cannot be created"),
 ]
 
 
@@ -73,3 +84,32 @@ def test_without_out_a_run_writes_a_folder_named_after_the_tool(folder, capsys):
     assert main(["report", "--models", "gpt-3", "--tp", "32", "--no-plots"]) == 0, capsys.readouterr().err
     assert (folder / "t3-model-results" / "report_t3-paper_gpt-3_tp32.csv").is_file()
     assert not (folder / "sim_results").exists()
+
+
+@pytest.mark.parametrize(("argv", "missing", "extra"), [
+    (["sweep", "--workers", "2", "--models", "gpt-3"], "dask.distributed", "[sweep]"),
+    (["report", "--format", "parquet"], "pyarrow", "[parquet]"),
+])
+def test_an_option_needing_an_extra_says_which(folder, capsys, monkeypatch, argv, missing, extra):
+    import system_model.cli as cli
+
+    monkeypatch.setattr(cli, "_has", lambda module: module != missing)
+    assert main(argv) == 2
+    assert extra in capsys.readouterr().err
+    assert not (folder / "t3-model-results").exists()
+
+
+def test_the_console_script_finds_the_repository_for_crosscheck(tmp_path):
+    """`t3-model crosscheck` (the console script, whose sys.path has no repository) reaches the
+    RTL scenarios of the clone it is installed from (it once said they were missing)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("t3-model")
+    if not script.exists():
+        script = Path(shutil.which("t3-model") or "t3-model")
+    done = subprocess.run([str(script), "crosscheck", "--only", "bogus"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "--only must be one of" in done.stderr, done.stderr

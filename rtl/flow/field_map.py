@@ -54,8 +54,11 @@ def block_ports(names: list[str] | None = None, overrides: dict | None = None) -
     out = []
     for name in names or list(BLOCKS):
         block = BLOCKS[name]
-        params = {**block.defaults, **((overrides or {}).get(name, {}))}
-        out.append({"name": name, "doc": block.doc, "params": params,
+        asked = (overrides or {}).get(name, {})
+        params = {**block.defaults, **asked}
+        # The block's description names its default sizes; other sizes are the parameters'.
+        doc = block.doc if not asked else f"{name} at the parameters below"
+        out.append({"name": name, "doc": doc, "params": params,
                     "ports": ports(build_component(name, **params))})
     return out
 

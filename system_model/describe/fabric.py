@@ -64,6 +64,9 @@ class FabricConfig:
         One GPU's NIC, one direction (400 Gb/s InfiniBand NDR: 50 GB/s).
     scale_out_latency_ns : float
         A hop through the NICs and the network.
+    ring_directions : int
+        Rings a ring collective runs at once on a ``ring`` topology: 1 (one neighbour's link
+        carries it) or 2 (counter-rotating rings use both neighbours' links).
     """
 
     topology: str

@@ -315,7 +315,8 @@ def parse_model(data: dict, file: str = "<model>") -> ModelDescription:
             kv_heads=kv, ffn_dim=data["ffn"], gated_mlp=gated, biases=data.get("biases", not gated),
             dropout=data.get("dropout", not gated), source=data.get("source", f"model file {file}"))
     except (ValueError, TypeError) as error:
-        raise DescriptionError(f"{file}: {error}") from None
+        # The class's names where the file's differ (the file's `ffn` is the class's ffn_dim).
+        raise DescriptionError(f"{file}: {str(error).replace('ffn_dim', 'ffn')}") from None
     workload = None
     if "workload" in data:
         w = data["workload"]

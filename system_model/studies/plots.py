@@ -31,6 +31,8 @@ TRAFFIC_COLOURS = {"gemm_reads": "#3f007d", "gemm_writes": "#9e9ac8", "rs_reads"
                    "ag": "#00441b", "other": "#d9d9d9"}
 STREAM_COLOURS = {"gemm": "#3f007d", "communication": "#fc9272", "links": "#00441b"}
 PREFILL_HATCH = "////"
+#: Display names of the study's sets.
+SET_LABELS = {"headline": "headline", "palm_mtnlg": "PaLM / MT-NLG", "all": "all points"}
 DPI = 110
 
 
@@ -147,7 +149,8 @@ def plot_speedups(results: list[PointResult], path: Path) -> Path:
         _bars(ax, [j + offsets[i] for j in range(len(summaries))], [s.speedup_geomean[scheme] for s in summaries],
               width, _colour(scheme))
     ax.set_xlim(-0.5, len(summaries) - 0.5)
-    ax.set_xticks(range(len(summaries)), [f"{s.name}\n({s.points} pts)" for s in summaries], fontsize=7)
+    ax.set_xticks(range(len(summaries)), [f"{SET_LABELS.get(s.name, s.name)}\n({s.points} pts)" for s in summaries],
+                  fontsize=7)
     ax.set_title("geomean per set", fontsize=9, fontweight="bold")
     for ax in axes:
         ax.axhline(1.0, color="black", linewidth=0.8)        # as fast as sequential
@@ -190,7 +193,8 @@ def plot_traffic(results: list[PointResult], path: Path) -> Path:
         ax.text(x, b + 0.02, f"{b:.2f}", ha="center", va="bottom", fontsize=6)
     ax.set_xticks(list(xs), [label(s) for s in SCHEMES], fontsize=7, rotation=45, ha="right")
     ax.set_xlim(-0.5, len(SCHEMES) - 0.5)
-    ax.set_title(f"{summary_set}: geomean ({len(select(results, summary_set))} pts)", fontsize=9,
+    ax.set_title(f"{SET_LABELS.get(summary_set, summary_set)}: geomean ({len(select(results, summary_set))} pts)",
+                 fontsize=9,
                  fontweight="bold")
 
     for ax, ((model, tp), facet) in zip(axes[1:], facets.items(), strict=True):

@@ -94,8 +94,9 @@ def parse_axis(text: str) -> Axis:
     if name in RENAMED:
         raise ValueError(f"--axis {name}: now {RENAMED[name][0]} ({RENAMED[name][1]})")
     if name not in HARDWARE_AXES and name not in POINT_AXES and name not in MODEL_AXES:
+        numeric = [f for f in HARDWARE_AXES if _field_kind(f) not in ("bool", "str")]
         raise ValueError(f"--axis {name}: not a sweepable field (one of tp, model, {', '.join(MODEL_AXES)}, "
-                         f"{', '.join(HARDWARE_AXES)})")
+                         f"{', '.join(numeric)})")
     if name == "model":
         values = tuple(v.strip() for v in spec.split(",") if v.strip())
         for v in values:
