@@ -1,8 +1,8 @@
 """Every committed result table is what its make target writes now (issue #26).
 
-Each target's command is re-run into a temporary folder (without plots: the figures are
-drawn from the same results by the same command) and every table it writes that is
-committed in ``sim_results/`` must be byte for byte the same. The files carry no commit
+Each target's command is re-run into a temporary folder, its figures drawn under the figure
+check, and every table it writes that is committed in ``sim_results/`` must be byte for byte
+the same. The files carry no commit
 stamp or wall time, so a re-run that changes nothing changes no byte. When this fails, run
 the target named in the message and commit what it wrote.
 
@@ -46,9 +46,14 @@ def test_the_makefile_runs_these_commands():
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
-def test_committed_tables_are_current(target, tmp_path, capsys):
+def test_committed_tables_are_current(target, tmp_path, capsys, monkeypatch):
+    """Each target's command, with its figures drawn under the figure check
+    (``T3_CHECK_FIGURES=1``: nothing off the canvas, no bar off its axis; tests/test_figures.py
+    covers the small cases), and its tables against the committed ones."""
+    monkeypatch.setenv("T3_CHECK_FIGURES", "1")
     argv, tables = TARGETS[target]
-    assert main([*argv, "--out", str(tmp_path), "--no-plots"]) == 0, capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    assert list(tmp_path.glob("*.png")), f"`make {target}` drew no figure"
     capsys.readouterr()
     for name in tables:
         fresh, committed = tmp_path / name, COMMITTED / name

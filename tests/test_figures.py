@@ -22,13 +22,13 @@ def check_figures(monkeypatch):
     monkeypatch.setenv("T3_CHECK_FIGURES", "1")
 
 
+# The make targets' own figures (the whole study, the sweep, the peers, the sensitivity) are
+# drawn under the same check by tests/test_committed_results.py; these are the small cases.
 @pytest.mark.parametrize("argv", [
     ["report", "--models", "mega-gpt-2", "--tp", "8"],                     # one model: one panel
     ["report", "--models", "palm,gpt-3", "--tp", "32"],                    # T3's traffic well above 1
-    ["report"],                                                            # the paper's whole study
     ["sweep", "--models", "t-nlg", "--tp", "8", "--workers", "1"],
     ["peers", "--platforms", "h100-sxm,mi300x", "--models", "llama-3-8b", "--tp", "8,16", "--no-validation"],
-    ["sensitivity"],
 ], ids=lambda a: " ".join(a)[:50])
 def test_every_figure_is_sound(argv, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path)]) == 0, capsys.readouterr().err
