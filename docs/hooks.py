@@ -110,19 +110,13 @@ def _attributes(cls) -> dict[str, str]:
             continue
         if not in_attributes or stripped.startswith("---"):
             continue
-        match = re.match(r"^    (\w+(?:, \w+)*) : ", line)
+        match = re.match(r"^    (\w+)(?:, \w+)* : ", line)
         if match:
-            names = match.group(1).split(", ")
-            name = names[0]
-            for other in names:
-                out[other] = ""
+            name = match.group(1)
+            out[name] = ""
         elif name and stripped:
             out[name] = (out[name] + " " + stripped).strip()
     # A shared entry ("tile_m, tile_n : int") gives each name the same text.
-    return _share(doc, out)
-
-
-def _share(doc: str, out: dict[str, str]) -> dict[str, str]:
     for line in doc.splitlines():
         match = re.match(r"^    (\w+(?:, \w+)+) : ", line)
         if match:

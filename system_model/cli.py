@@ -96,13 +96,14 @@ def _add_config(p: argparse.ArgumentParser, *, out: bool = True) -> None:
                         "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, *, tp_default: str | None = None) -> None:
     _add_config(p)
     p.add_argument("--models", type=_csv_list(str), default=None,
                    help=f"comma-separated models (default: all of {', '.join(MODELS)})")
+    tp_default = tp_default or ("the paper's per model: "
+                                + ", ".join(f"{m} {'/'.join(map(str, t))}" for m, t in PAPER_TP.items()))
     p.add_argument("--tp", type=_csv_list(int), default=None,
-                   help="comma-separated tensor-parallel degrees (default: the paper's per model: "
-                        + ", ".join(f"{m} {'/'.join(map(str, t))}" for m, t in PAPER_TP.items()) + ")")
+                   help=f"comma-separated tensor-parallel degrees (default: {tp_default})")
     p.add_argument("--phase", choices=[*PHASES, "all"], default="all",
                    help="training (OP, FC-2, FC-1, IP), prefill (OP, FC-2) or all (default: %(default)s)")
     p.add_argument("--model-file", type=Path, default=None,
@@ -130,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                     "--axis tp=4,8,16 --models gpt-3' (a LocalCluster, one worker per core); '--workers 1' (this "
                     "process); '--scheduler tcp://host:8786' (an existing Dask cluster); '--resume' (skip the "
                     "tasks an interrupted run finished); '--format parquet'. Without --axis: link x HBM bandwidth.")
-    _add_common(sweep)
+    _add_common(sweep, tp_default="4,8,16,32 for every model")
     sweep.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                        help="a field and its values, a list (a,b,c) or an inclusive range (start:stop:step); "
                             "repeatable: GPU, fabric, transport or kernel fields (link_bw_GBps_per_link is one link's, "
@@ -151,9 +152,6 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-plots", action="store_true",
                        help="skip the heat map (speedup over the first two axes, a panel per scheme)")
     sweep.set_defaults(tp=None)
-    for action in sweep._actions:
-        if action.dest == "tp":
-            action.help = "comma-separated tensor-parallel degrees (default: 4,8,16,32 for every model)"
     sensitivity = sub.add_parser(
         "sensitivity", help="move every calibrated value down and up by a step, re-run the headline points and "
                             "report how the T3-MCA headline figures move; write sensitivity_<preset>.md/.json",
@@ -320,8 +318,7 @@ def _peers(args) -> int:
         print(f"{row['platform']:>9} TP {row['tp']:>2}: best software {sw:<15} {soft:>6}   best T3 {t3:>6}{verdict}")
     # Named after what the run chose (platforms, models, TPs), so that runs do not overwrite each other.
     chosen = [p.name for p in platforms] if (args.platforms or args.hardware_file is not None) else []
-    name = "peers" + "".join(f"_{'-'.join(map(str, v))}" for v in (chosen, args.models) if v) \
-        + (f"_tp{'-'.join(map(str, args.tp))}" if args.tp else "")
+    name = _output_name("peers" + (f"_{'-'.join(chosen)}" if chosen else ""), args)
     for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation,
                             fmt=args.format, errors=errors, name=name):
         print(f"wrote {path}")
@@ -545,7 +542,10 @@ def _point(args) -> int:
 def _check_args(args) -> None:
     """Refuse, before any work, an option that conflicts with another or would be ignored, and
     outputs that could not be written (issue #26: a conflict is an error, never resolved)."""
+    import functools
+
     command = args.command
+    hardware = functools.cache(lambda: _hardware(args))     # a hardware file is read once
     if getattr(args, "preset", None) is not None and getattr(args, "hardware_file", None) is not None:
         raise ValueError("--preset and --hardware-file name two hardware descriptions: give one")
     for option in ("models", "tp", "platforms"):
@@ -589,11 +589,11 @@ def _check_args(args) -> None:
             raise ValueError(f"--out {out}: {existing} is not a folder this user can write in")
         _probe_folder(out)
         if command == "sweep" and args.resume:
-            name = _output_name(_hardware(args).name, args)
+            name = _output_name(hardware().name, args)
             if not (out / f"sweep_{name}.csv").is_file():
                 raise ValueError(f"--resume: nothing to resume (no {out / f'sweep_{name}.csv'})")
-    if command in ("report", "sweep", "sensitivity") and not _hardware(args).t3_blocks:
-        raise ValueError(f"{_hardware(args).name}: t3_blocks = false, so the T3 schemes cannot run, and "
+    if command in ("report", "sweep", "sensitivity") and not hardware().t3_blocks:
+        raise ValueError(f"{hardware().name}: t3_blocks = false, so the T3 schemes cannot run, and "
                          f"`{command}` measures them (`point` and `peers` show the other schemes)")
 
 

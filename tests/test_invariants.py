@@ -239,7 +239,7 @@ def test_invariants(case):
         return
     changed = _description(name, {**scale, field: scale[field] * factor})
     t1 = _times(_run(changed, shape, tp, collective))
-    what = "faster" if field.endswith("GBps") else "shorter"
+    what = "shorter" if field.endswith("_ns") else "faster"
     for s in t0.keys() & t1.keys():
         allowed = t0[s] * SLACK + (r0[s].transfer_dram_s(base.gpu.dram_bytes_per_s) if field in COMMUNICATION else 0.0)
         assert t1[s] <= t0[s] + allowed, (
