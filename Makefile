@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test install-check docs soak formal report sweep sensitivity peers crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test install-check docs soak formal report sweep sensitivity peers dram-validation crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -70,6 +70,9 @@ sensitivity: $(STAMP) ## Each calibrated value moved +-25%: how the headline fig
 
 peers: $(STAMP) ## T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs (sim_results/peers*.md)
 	$(PY) -m system_model peers --out sim_results --sensitivity
+
+dram-validation: $(STAMP) ## The row-aware DRAM channel against closed forms, published HBM figures, and the paper's ablation (sim_results/dram_validation.md)
+	$(PY) -m system_model.studies.dram_validation --out sim_results
 
 crosscheck: $(STAMP) iverilog cxx ## The model against the RTL ring running a staged GEMM + RS, full sizes (sim_results/crosscheck.md)
 	$(PY) -m system_model crosscheck --rtl --size full --out sim_results

@@ -91,6 +91,10 @@ def _add_config(p: argparse.ArgumentParser, *, out: bool = True) -> None:
         p.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
                        help="output folder (default: ./%(default)s; the make targets write the repository's "
                             "sim_results/)")
+    p.add_argument("--dram-model", choices=("rows", "fluid"), default="rows",
+                   help="rows: the DRAM's bank time shared by the arbiter, checked against a channel with banks, rows, "
+                        "FR-FCFS, turnarounds and refresh where the GEMM and communication mix (the study's); fluid: "
+                        "every byte the same bank time whatever it is mixed with (default: %(default)s)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: the figures `make characterize` "
                         "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
@@ -196,6 +200,8 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--models", type=_csv_list(str), default=None,
                        help="comma-separated models (default: llama-3-70b,llama-3-405b)")
     peers.add_argument("--tp", type=_csv_list(int), default=None, help="TP degrees (default: 4,8,16,32)")
+    peers.add_argument("--dram-model", choices=("rows", "fluid"), default="rows",
+                       help="how the DRAM is shared (as for report; default: %(default)s)")
     peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
                        help="which phase (default: %(default)s)")
     peers.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
@@ -271,7 +277,8 @@ def _model_file(args):
 
 
 def _study_config(args, **changes):
-    cfg = _hardware(args).study_config(getattr(args, "workload", None), rtl_timing=_rtl_timing(args.rtl_timing))
+    cfg = _hardware(args).study_config(getattr(args, "workload", None), rtl_timing=_rtl_timing(args.rtl_timing),
+                                       dram_model=args.dram_model)
     if changes:
         from dataclasses import replace
         cfg = replace(cfg, system=cfg.system.with_changes(**changes))
@@ -304,7 +311,7 @@ def _peers(args) -> int:
     phases = list(PHASES) if args.phase == "all" else [args.phase]
     started = time.perf_counter()
     points, layers = run_peers(platforms, args.models or DEFAULT_MODELS, args.tp or DEFAULT_TPS, phases,
-                               workload=workload)
+                               workload=workload, dram_model=args.dram_model)
     if not layers:
         raise ValueError("no chosen TP degree divides the chosen models' dimensions")
     rows = None if args.no_validation else validate()
@@ -503,7 +510,7 @@ def _sweep(args) -> int:
     phases = tuple(PHASES) if args.phase == "all" else (args.phase,)
     spec = SweepSpec(_hardware(args), tuple(a for a in axes if a.name not in ("tp", "model")),
                      tuple(MODELS[m] for m in models), tuple(tps), phases, args.workload,
-                     str(_rtl_timing(args.rtl_timing)) if args.rtl_timing else None)
+                     str(_rtl_timing(args.rtl_timing)) if args.rtl_timing else None, args.dram_model)
     name = _output_name(spec.hardware.name, args)
     path, ran, seconds = run_sweep(spec, args.out, workers=args.workers or 1, scheduler=args.scheduler,
                                    resume=args.resume, fmt=args.format, progress=stderr_progress, name=name)

@@ -16,7 +16,10 @@ from .kernels import GemmKernelConfig
 from .models import WorkloadConfig
 from .units import check_int_range, check_range
 
-__all__ = ["ArbiterConfig", "PeerConfig", "StudyConfig"]
+__all__ = ["ArbiterConfig", "PeerConfig", "StudyConfig", "DRAM_MODELS"]
+
+#: How the timeline serves the DRAM (``StudyConfig.dram_model``).
+DRAM_MODELS = ("fluid", "rows", "cycle")
 
 
 @dataclass(frozen=True)
@@ -83,9 +86,12 @@ class StudyConfig:
     t3_blocks : bool
         Whether the GPU has T3's tracker and near-memory reducer (the T3 schemes run only then).
     dram_model : str
-        How the timeline serves the DRAM: ``fluid`` (shared by the arbiter's policy, the
-        study's) or ``cycle`` (a channel simulated cycle by cycle: micro-systems whose waves
-        last tens of cycles, the crosscheck's).
+        How the timeline serves the DRAM: ``rows`` (the study's: the fluid rule, checked in
+        every interval where the GEMM and communication share the DRAM against the
+        row-aware channel, with its banks, rows, FR-FCFS and turnarounds;
+        :mod:`system_model.engine.dram_rows`), ``fluid`` (the fluid rule alone: every byte
+        costs the same bank time whatever it is mixed with) or ``cycle`` (a channel simulated
+        cycle by cycle: micro-systems whose waves last tens of cycles, the crosscheck's).
     """
 
     system: SystemConfig
@@ -96,11 +102,11 @@ class StudyConfig:
     peer: PeerConfig = field(default_factory=PeerConfig)
     cu_sharing_cus: int = 8
     t3_blocks: bool = True
-    dram_model: str = "fluid"
+    dram_model: str = "rows"
 
     def __post_init__(self):
-        if self.dram_model not in ("fluid", "cycle"):
-            raise ValueError(f"dram_model must be fluid or cycle, not {self.dram_model!r}")
+        if self.dram_model not in DRAM_MODELS:
+            raise ValueError(f"dram_model must be one of {', '.join(DRAM_MODELS)}, not {self.dram_model!r}")
         check_int_range("cu_sharing_cus", self.cu_sharing_cus, 1, self.system.gpu.cus - 1)
         if not self.kernels:
             raise ValueError("kernels must hold at least one kernel")

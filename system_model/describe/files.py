@@ -83,14 +83,16 @@ class HardwareDescription:
         """The GPU, its fabric and its transports."""
         return SystemConfig(self.name, self.gpu, self.fabric, self.transport, self.description)
 
-    def study_config(self, workload: WorkloadConfig | None = None, *, rtl_timing=None) -> StudyConfig:
-        """The model's configuration: the system, its library's kernels, T3's blocks."""
+    def study_config(self, workload: WorkloadConfig | None = None, *, rtl_timing=None,
+                     dram_model: str = "rows") -> StudyConfig:
+        """The model's configuration: the system, its library's kernels, T3's blocks, and how
+        the timeline serves the DRAM (``StudyConfig.dram_model``)."""
         from .block_timing import RTL_TIMING_JSON, load_block_timing
         from .config import StudyConfig
 
         block = load_block_timing(RTL_TIMING_JSON if rtl_timing is None else rtl_timing)
         return StudyConfig(system=self.system, block=block, kernels=self.kernels,
-                           workload=workload or WorkloadConfig(), t3_blocks=self.t3_blocks)
+                           workload=workload or WorkloadConfig(), t3_blocks=self.t3_blocks, dram_model=dram_model)
 
     def with_changes(self, **changes) -> HardwareDescription:
         """A copy with GPU, fabric or transport fields (or ``t3_blocks``) changed by name."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .dram_timing import dram_timing
 from .fabric import FabricConfig
 from .transport import TransportConfig
 from .units import check_int_range, check_positive, check_range
@@ -53,6 +54,12 @@ class GpuConfig:
         internal read, then its write: two column accesses); 1 on the RTL's dual-ported
         block-RAM bank, whose pipelined reducer issues one update per cycle
         (``rtl.nmc.NearMemoryReducer.requests_per_cycle``; the crosscheck's micro-system).
+    dram_standard : str
+        The HBM generation whose JEDEC timing the row-aware channel schedules against
+        (``HBM2``, ``HBM2e``, ``HBM3``, ``HBM3e``; :mod:`.dram_timing`).
+    dram_page_policy : str
+        ``open`` (a row stays open until another row of its bank is needed) or ``closed``
+        (precharged once no queued request hits it); the row-aware channel's.
     mc_reads_first : bool
         The controller serves a kernel's reads before its buffered writes (True, as GPU
         memory controllers drain writes in batches), or alternates them (False: the RTL
@@ -73,6 +80,8 @@ class GpuConfig:
     dram_request_bytes: int = 64
     nmc_update_units: int = 2
     mc_reads_first: bool = True
+    dram_standard: str = "HBM2"
+    dram_page_policy: str = "open"
 
     def __post_init__(self):
         check_int_range("cus", self.cus, 1, 10_000)
@@ -94,6 +103,9 @@ class GpuConfig:
         check_int_range("dram_queue_entries", self.dram_queue_entries, 2, 4096)
         check_int_range("dram_request_bytes", self.dram_request_bytes, 8, 4096)
         check_int_range("nmc_update_units", self.nmc_update_units, 1, 2)
+        dram_timing(self.dram_standard)
+        if self.dram_page_policy not in ("open", "closed"):
+            raise ValueError(f"dram_page_policy must be open or closed, not {self.dram_page_policy!r}")
 
     @property
     def peak_fp16_flops(self) -> float:

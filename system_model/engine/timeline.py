@@ -101,6 +101,9 @@ class Flow:
     lane: str = ""
     serial: tuple[float, float] | None = None
     cycle: dict | None = field(default=None, repr=False)
+    #: The flow's cap with its DRAM reads this many seconds slower (a GEMM wave's Little's
+    #: law); the row-aware channel applies the queueing its mix adds. None: latency-blind.
+    cap_at_latency: Callable[[float], float] | None = field(default=None, repr=False)
     # -- state, kept by the engine --
     done: float = 0.0
     rate: float = 0.0
@@ -157,7 +160,8 @@ class Engine:
     shares the channel between the classes (:class:`.sharing.Policy`).
     """
 
-    def __init__(self, capacities: dict[str, float], policy: Policy, *, record: bool = False, dram_model=None):
+    def __init__(self, capacities: dict[str, float], policy: Policy, *, record: bool = False, dram_model=None,
+                 row_model=None):
         for name, c in capacities.items():
             if not (c > 0 and math.isfinite(c)):
                 raise EngineError(f"resource {name!r}: capacity must be finite and > 0, not {c}")
@@ -169,6 +173,10 @@ class Engine:
         self.policy = policy
         #: A cycle-level DRAM service (:class:`.dram_cycle.CycleDram`); None: the fluid rule.
         self.dram_model = dram_model
+        #: The row-aware channel (:class:`.dram_rows.RowDram`); None: every byte costs alike.
+        self.row_model = row_model
+        #: The row-aware channel's statistics of the current interval's mix (None: no mix).
+        self._row_stats = None
         self.now = 0.0
         self.active: list[Flow] = []
         self.flows: list[Flow] = []
@@ -179,7 +187,8 @@ class Engine:
         self._memo: tuple | None = None          # (runnable flows and couplings, their rates)
         self.record = record
         #: Per interval, when ``record``: (start, end, {flow name: rate}, {resource: use / capacity},
-        #: {lane: DRAM use / capacity}).
+        #: {lane: DRAM use / capacity}, the row-aware channel's :class:`.dram_banks.ChannelStats`
+        #: of the interval's mix or None).
         self.intervals: list[tuple[float, float, dict[str, float], dict[str, float]]] = []
 
     # -- what schemes call --------------------------------------------------------------
@@ -290,10 +299,64 @@ class Engine:
             if gemm:
                 return self._allocate_cycle(runnable, gemm[0])
         rates = self._allocate_fluid(runnable)
+        if self.row_model is not None:
+            return self._allocate_rows(runnable, rates)
         for f, x in zip(runnable, rates, strict=True):
             f.rate = x
         self._check_interval(runnable, self._caps)
         return rates
+
+    def _allocate_rows(self, runnable: list[Flow], rates: list[float]) -> list[float]:
+        """The fluid rates, unless the row-aware channel cannot serve their mix: then each
+        class keeps the fraction the channel served (:mod:`.dram_rows`) and the interval is
+        shared again under those caps."""
+        mix = {"gemm_read": 0.0, "gemm_nmc": 0.0, "comm_read": 0.0, "comm_update": 0.0}
+        for f, x in zip(runnable, rates, strict=True):
+            if f.dram <= 0 or x <= 0:
+                continue
+            # A near-memory update is one grant and two units of service.
+            rmw = max(0.0, f.dram - f.demand.get(GRANTS, f.dram))
+            single = f.dram - 2 * rmw
+            if f.klass == "compute":
+                mix["gemm_read"] += x * single
+                mix["gemm_nmc"] += x * rmw
+            else:
+                mix["comm_read"] += x * single
+                mix["comm_update"] += x * rmw
+        row = self.row_model
+        compute_s = comm_s = 1.0
+        extra_s = 0.0
+        self._row_stats = None
+        if (mix["gemm_read"] + mix["gemm_nmc"]) > 0 and (mix["comm_read"] + mix["comm_update"]) > 0:
+            gemms = [f for f in runnable if f.klass == "compute" and f.cap_at_latency is not None]
+
+            def latency_matters(latency_s: float) -> bool:
+                return any(f.cap_at_latency(latency_s) < f.cap * (1 - RESOLUTION) for f in gemms)
+            compute_s, comm_s, extra_s = row.served(mix, self.policy.kind, latency_matters)
+            self._row_stats = row.last
+        slower = [f for f in runnable if f.cap_at_latency is not None and f.klass == "compute"] if extra_s > 0 else []
+        if min(compute_s, comm_s) >= self.row_model.served_all and not any(
+                f.cap_at_latency(extra_s) < f.cap * (1 - RESOLUTION) for f in slower):
+            for f, x in zip(runnable, rates, strict=True):
+                f.rate = x
+            self._check_interval(runnable, self._caps)
+            return rates
+        saved = [(f, f.cap, f.static_cap) for f in runnable]
+        try:
+            for f in slower:
+                f.cap = f.static_cap = min(f.cap, f.cap_at_latency(extra_s))
+            for f, x in zip(runnable, rates, strict=True):
+                if f.dram > 0 and x > 0 and min(compute_s, comm_s) < self.row_model.served_all:
+                    share = compute_s if f.klass == "compute" else comm_s
+                    f.cap = f.static_cap = max(min(f.cap, x * share), 1e-12 * x)
+            rates = self._allocate_fluid(runnable)
+            for f, x in zip(runnable, rates, strict=True):
+                f.rate = x
+            self._check_interval(runnable, self._caps)
+            return rates
+        finally:
+            for f, cap, static in saved:
+                f.cap, f.static_cap = cap, static
 
     def _allocate_fluid(self, runnable: list[Flow]) -> list[float]:
         serial = [f for f in runnable if f.serial is not None]
@@ -411,7 +474,8 @@ class Engine:
                 if self._dram >= 0 and f.dram > 0:
                     lanes[f.lane] = lanes.get(f.lane, 0.0) + f.dram * f.rate / self._caps[self._dram]
             self.intervals.append((self.now, self.now + dt, {f.name: f.rate for f in runnable if f.rate > 0},
-                                   {n: use[i] / self._caps[i] for i, n in enumerate(self._names)}, lanes))
+                                   {n: use[i] / self._caps[i] for i, n in enumerate(self._names)}, lanes,
+                                   self._row_stats))
         used = self._used
         # Leaders first: a follower's limit grows with its leader's progress.
         for f in sorted(runnable, key=lambda g: g.leader is not None):

@@ -173,7 +173,15 @@ class Sublayer:
             dram = CycleDram(channel=channel, policy="mca" if policy == "mca" else "round_robin",
                              threshold=self.cfg.arbiter.threshold,
                              starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
-        return Engine(self.capacities(), self.policy(policy), record=record, dram_model=dram)
+        rows = None
+        if self.cfg.dram_model == "rows":
+            from ..describe.dram_timing import dram_timing
+            from ..engine.dram_rows import RowDram
+            g = self.gpu
+            rows = RowDram(timing=dram_timing(g.dram_standard), hbm_GBps=g.hbm_GBps, page_policy=g.dram_page_policy,
+                           queue_entries=g.dram_queue_entries, threshold=self.cfg.arbiter.threshold,
+                           starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
+        return Engine(self.capacities(), self.policy(policy), record=record, dram_model=dram, row_model=rows)
 
     def comm_cycle(self, *, dma_read: bool) -> dict | None:
         """What the cycle-level DRAM needs of a transfer (per byte sent: a DMA read here, an
@@ -312,7 +320,8 @@ class GemmRun:
                 demand[r] = demand.get(r, 0.0) + a
         cap = wave_cap_per_s(g, w, self._latency)
         flow = Flow(f"{self.name} waves {w}-{w + n - 1}", n, demand, cap=cap, klass="compute", lane="GEMM",
-                    serial=(1.0 / cap, reads) if g.serial_steps else None, cycle=self._cycle(w, reads, stored))
+                    serial=(1.0 / cap, reads) if g.serial_steps else None, cycle=self._cycle(w, reads, stored),
+                    cap_at_latency=lambda extra_s, g=g, w=w: wave_cap_per_s(g, w, self._latency + extra_s))
         self.flow, self.run_start = flow, w
         if self.on_wave is not None:
             for i in range(1, n + 1):

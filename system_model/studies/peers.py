@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -77,13 +78,14 @@ def _fits(model, tp: int) -> bool:
 
 def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str] = DEFAULT_MODELS,
               tps: Iterable[int] = DEFAULT_TPS, phases: Iterable[str] = tuple(PHASES), *,
-              peer: PeerConfig | None = None, workload: WorkloadConfig | None = None
+              peer: PeerConfig | None = None, workload: WorkloadConfig | None = None, dram_model: str = "rows"
               ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     """Every scheme at every (platform, model, TP, phase) point whose TP divides the model."""
-    return _run_peers(platforms, models, tps, phases, peer=peer, workload=workload)
+    return _run_peers(platforms, models, tps, phases, peer=peer, workload=workload, dram_model=dram_model)
 
 
-def _run_peers(platforms, models, tps, phases, *, peer, workload) -> tuple[list[PeerPoint], list[PeerLayer]]:
+def _run_peers(platforms, models, tps, phases, *, peer, workload, dram_model="rows"
+               ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
     workload = workload or WorkloadConfig()
     for name in models:
@@ -94,7 +96,7 @@ def _run_peers(platforms, models, tps, phases, *, peer, workload) -> tuple[list[
             raise ValueError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
     points, layers = [], []
     for p in platforms:
-        cfg = p.study_config(workload)
+        cfg = p.study_config(workload, dram_model=dram_model)
         if peer is not None:
             cfg = replace(cfg, peer=peer)
         for name in models:
@@ -270,6 +272,58 @@ def write_peers(points: list[PeerPoint], layers: list[PeerLayer], out: Path, *, 
         path.write_text(validation)
         written.append(path)
     if plots:
-        from .peers_plots import plot_heatmap
         written += plot_heatmap(winners(layers, errors), out / f"{name}_heatmap")
     return written
+
+def plot_heatmap(rows: list[dict], stem: Path) -> list[Path]:
+    """Two panels over platform x TP: the best T3 variant's layer speedup over the best
+    software scheme's (diverging around 1), and the best software scheme's own speedup,
+    each cell labelled with the scheme. A cell whose margin is within the model's validated
+    error is hatched and says so. Writes ``stem``.png and .svg."""
+    import matplotlib.pyplot as plt
+
+    from .figures import ratio_colorbar, ratio_norm, save_figure  # headless, stable SVG ids
+
+    platforms = list(dict.fromkeys(r["platform"] for r in rows))
+    tps = sorted({r["tp"] for r in rows})
+    by = {(r["platform"], r["tp"]): r for r in rows}
+
+    def grid(key):
+        return [[(by[(p, tp)][key] if (p, tp) in by and by[(p, tp)][key] is not None else math.nan) for tp in tps]
+                for p in platforms]
+    ratio, software = grid("t3_over_software"), grid("software_speedup")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.55 * len(platforms) + 2.2), constrained_layout=True)
+    # Both panels are ratios: a colour scale symmetric around 1.0 in log (white: a tie).
+    panels = ((axes[0], ratio, "RdBu", ratio_norm([v for row in ratio for v in row if not math.isnan(v)]),
+               "T3 (best variant) over the best software scheme", "t3"),
+              (axes[1], software, "RdBu", ratio_norm([v for row in software for v in row if not math.isnan(v)]),
+               "Best software scheme over sequential", "software"))
+    for ax, data, cmap, nrm, title, label_key in panels:
+        image = ax.imshow(data, cmap=cmap, norm=nrm, aspect="auto")
+        ax.set_xticks(range(len(tps)), [f"TP {tp}" for tp in tps])
+        ax.set_yticks(range(len(platforms)), platforms)
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel("tensor-parallel degree (GPUs in the group)", fontsize=9)
+        ax.set_ylabel("platform", fontsize=9)
+        for i, p in enumerate(platforms):
+            for j, tp in enumerate(tps):
+                r = by.get((p, tp))
+                value = data[i][j]
+                if r is None or math.isnan(value):
+                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="grey")
+                    continue
+                name = SCHEME_LABELS.get(r[label_key] or "", "")
+                shade = image.norm(value)
+                dark = shade < 0.2 or shade > 0.8
+                undecided = label_key == "t3" and r.get("decided") is False
+                if undecided:
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", linewidth=0,
+                                               edgecolor="grey"))
+                note = "\nwithin model error" if undecided else ""
+                ax.text(j, i, f"{value:.2f}x\n{name}{note}", ha="center", va="center", fontsize=7 if note else 8,
+                        color="white" if dark and not undecided else "black",
+                        bbox=dict(facecolor="white", alpha=0.75, linewidth=0, pad=1.0) if undecided else None)
+        ratio_colorbar(fig, image, ax, "speedup (x)")
+    fig.suptitle("Per-layer speedup (each cell: the geomean over the models, training and prefill, of the Transformer"
+                 " layer's speedup)", fontsize=11)
+    return save_figure(fig, stem)

@@ -143,6 +143,7 @@ class SweepSpec:
     phases: tuple[str, ...]
     workload: object | None = None
     rtl_timing: str | None = None
+    dram_model: str = "rows"
 
     def points(self) -> list[Point]:
         points = []
@@ -168,7 +169,7 @@ class SweepSpec:
                 "models": [dataclasses.asdict(m) for m in self.models], "tps": list(self.tps) if self.tps else None,
                 "phases": list(self.phases),
                 "workload": dataclasses.asdict(self.workload) if self.workload is not None else None,
-                "rtl_timing": self.rtl_timing}
+                "rtl_timing": self.rtl_timing, "dram_model": self.dram_model}
 
 
 def _divides(m: TransformerModel, sublayer: str, tp: int) -> bool:
@@ -240,7 +241,7 @@ def task_models(spec: SweepSpec, changes: dict) -> tuple[TransformerModel, ...]:
 def task_config(spec: SweepSpec, changes: dict):
     """The study configuration of one hardware point (raises ValueError for a bad value)."""
     changes = {k: v for k, v in changes.items() if k in HARDWARE_AXES}
-    cfg = spec.hardware.study_config(spec.workload, rtl_timing=spec.rtl_timing)
+    cfg = spec.hardware.study_config(spec.workload, rtl_timing=spec.rtl_timing, dram_model=spec.dram_model)
     hw = {k: v for k, v in changes.items() if HARDWARE_AXES[k] in ("gpu", "fabric", "transport")}
     kernel = {k: v for k, v in changes.items() if HARDWARE_AXES[k] == "kernel"}
     kernels = tuple(dataclasses.replace(k, **kernel) for k in cfg.kernels) if kernel else cfg.kernels
