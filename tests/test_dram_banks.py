@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from system_model.describe.dram_timing import DRAM_STANDARDS, DramTiming, dram_timing
-from system_model.engine.dram_banks import KINDS, PATTERNS, Stream, run_channel
+from system_model.engine.dram_banks import KINDS, PATTERNS, SOURCE_BUFFER, Stream, run_channel
 from system_model.studies import dram_validation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ streams = st.lists(
     min_size=1, max_size=4, unique_by=lambda s: s.name)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(standard=st.sampled_from(tuple(DRAM_STANDARDS)), streams=streams,
        policy=st.sampled_from(("round_robin", "mca")), page=st.sampled_from(("open", "closed")),
        queue=st.integers(2, 64), seed=st.integers(0, 1000))
@@ -40,13 +40,35 @@ def test_channel_invariants(standard, streams, policy, page, queue, seed):
     assert bursts * t.burst_cycles <= 1.0 + 4 * t.burst_cycles * len(streams) / a.cycles
     for s in streams:
         if s.rate != math.inf:
-            assert a.sustained_per_cycle[s.name] <= s.rate + 1.0 / a.cycles + 1e-9
+            # Done no faster than offered: what arrived, plus the half-full buffer it started with.
+            assert a.served_per_cycle[s.name] <= s.rate + (SOURCE_BUFFER // 2 + 1) / a.cycles + 1e-9
+            # Kept up with no more than arrived over the same span, but for a backlog that shrank
+            # (at most a full buffer and queue).
+            assert a.sustained_per_cycle[s.name] <= (a.offered_per_cycle[s.name]
+                                                     + (SOURCE_BUFFER + queue) / a.span_cycles + 1e-9)
         assert 0.0 <= a.row_hit_rate_by_stream[s.name] <= 1.0
     assert a.turnaround_idle_cycles >= 0
     b = run_channel(t, streams, **kw)
     assert a == b
     # Jumping over an empty channel's idle cycles is an optimisation: it changes nothing.
     assert run_channel(t, streams, skip_idle=False, **kw) == a
+
+
+def test_a_stream_below_capacity_is_served_in_full():
+    """A lone stream at half the closed-form capacity is kept up with (the served fraction
+    the study reads is 1 within the window's edge), and the same stream at twice the
+    capacity is not."""
+    from system_model.engine.dram_rows import EDGE_REQUESTS
+    from system_model.studies.dram_validation import closed_forms
+
+    for standard in ("HBM2", "HBM3"):
+        t = dram_timing(standard)
+        capacity = closed_forms(t)["streaming_bus"] / (2 * t.burst_cycles)      # requests per cycle
+        for factor, full in ((0.5, True), (2.0, False)):
+            s = Stream("gemm", "compute", "read", "sequential", rate=factor * capacity, lanes=4)
+            st = run_channel(t, [s], cycles=1500, warmup_cycles=300, refresh=False)
+            short = (st.offered_per_cycle["gemm"] - st.sustained_per_cycle["gemm"]) * st.span_cycles
+            assert (short <= EDGE_REQUESTS) == full, (standard, factor, short)
 
 
 def test_closed_page_costs_a_stream_its_row_hits():

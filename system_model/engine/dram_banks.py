@@ -26,8 +26,9 @@ The channel (time unit: one memory clock cycle, :class:`~system_model.describe.d
   scatters: uniformly random here. A random access is a run of one.
 * **Requests**: 64 bytes, two 32-byte bursts to consecutive columns of one row. A read;
   a write; or a near-memory update (``rmw``): a read, and when its data has returned
-  (CL + burst) and been added, a write to the same columns. An update holds its queue entry
-  until its write has been issued.
+  (CL + burst) and been added, a write to the same columns. Its read leaves the read queue
+  when issued; its sum waits in the reducer until the write queue has room (counted in the
+  queue level the arbiter sees).
 * **Transaction queue**: ``queue_entries`` entries, half for reads and half for writes
   (Ramulator 2's HBM controller has 32 + 32); the arbiter's ``grant.ready`` is "the buffer the
   request needs has room".
@@ -37,7 +38,7 @@ The channel (time unit: one memory clock cycle, :class:`~system_model.describe.d
   (HBM's separate row and column command buses). Writes are drained in batches: write mode
   starts when the writes reach the high watermark (80% of their buffer) or no read waits,
   and ends at the low watermark (20%) when a read waits (Ramulator 2's defaults).
-* **Timing**: tRCD, tRP, tRAS, tRC, tRRD_S/L, tFAW (four ACTs per window), tCCD_S/L,
+* **Timing**: tRCD (tRCDRD; tRCDWR for writes), tRP, tRAS, tRC, tRRD_S/L, tFAW (four ACTs per window), tCCD_S/L,
   tRTP, tWR, tWTR_S/L, tRTW, CL, CWL, bursts on the data bus, and all-bank refresh: every
   tREFI the banks are precharged and blocked for tRFC.
 * **Page policy**: ``open`` keeps a row open until a conflicting request needs the bank;
@@ -70,8 +71,10 @@ WRITE_LOW_WATERMARK = 0.2
 #: Requests of a tile's data in one row: one 256-byte channel-interleave unit.
 RUN_REQUESTS_TILE = 4
 #: Requests a stream holds ready at the arbiter (an offered stream beyond this is refused:
-#: flow control, counted as not served).
-SOURCE_BUFFER = 64
+#: flow control, counted as not served). Each starts half full, so that a stream the channel
+#: cannot keep up with is at its steady state (a full buffer) soon after the warm-up, and one
+#: it can drains it during the warm-up.
+SOURCE_BUFFER = 16
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,11 @@ class ChannelStats:
     #: ends of the first and the last write drain of the window, where writes were drained
     #: (the queues are alike at both); else offered less refused, less what piled up.
     sustained_per_cycle: dict[str, float]
+    #: Per stream name: the requests that arrived per cycle over the same span (a backlogged
+    #: stream: its sustained rate), the denominator of a served fraction.
+    offered_per_cycle: dict[str, float]
+    #: Cycles the sustained and offered rates were measured over.
+    span_cycles: int
     #: Data-bus busy fraction (bursts x burst cycles / cycles).
     bus_utilisation: float
     #: Column accesses that found their row open / all column accesses (per request).
@@ -228,6 +236,9 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
     T = timing
     rng = random.Random(seed)
     sources = [_Source(s, T, random.Random(rng.random())) for s in streams]
+    for src in sources:
+        if src.stream.rate != math.inf:
+            src.ready.extend([0] * (SOURCE_BUFFER // 2))
     mode = MCA if policy == "mca" else ROUND_ROBIN
     arbiter = MemoryArbiterModel(wait_width=16)
     n_banks, n_bg = T.banks, T.bank_groups
@@ -243,7 +254,8 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
     act_at = [-10**9] * n_banks           # last ACT
     pre_ready = [0] * n_banks             # earliest PRE (tRAS, tRTP, tWR)
     act_ready = [0] * n_banks             # earliest ACT (tRP, tRC, refresh)
-    col_ready = [0] * n_banks             # earliest column command (tRCD)
+    col_ready = [0] * n_banks             # earliest read (tRCD)
+    col_ready_w = [0] * n_banks           # earliest write (tRCDWR)
     # Channel and bank-group state.
     rd_ready_bg = [0] * n_bg
     wr_ready_bg = [0] * n_bg
@@ -311,7 +323,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
         return (len(writes) < write_cap) if kinds[i] == "write" else (len(reads) < read_cap)
 
     # Timing as locals: the loop below runs once a cycle.
-    tRCD, tRP, tRAS, tRC, tRTP, tWR, tFAW = T.tRCD, T.tRP, T.tRAS, T.tRC, T.tRTP, T.tWR, T.tFAW
+    tRCD, tRCDWR, tRP, tRAS, tRC, tRTP, tWR, tFAW = T.tRCD, T.tRCDWR, T.tRP, T.tRAS, T.tRC, T.tRTP, T.tWR, T.tFAW
     tRRD_S, tRRD_L, tCCD_S, tCCD_L, tRTW = T.tRRD_S, T.tRRD_L, T.tCCD_S, T.tCCD_L, T.tRTW
     rd_after_wr_s, rd_after_wr_l = T.CWL + burst + T.tWTR_S, T.CWL + burst + T.tWTR_L
     wr_to_pre, read_done = T.CWL + burst + tWR, T.CL + burst
@@ -395,7 +407,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
         elif write_mode and (not writes or (len(writes) <= lo and reads)):
             write_mode = False
             if measured:
-                drain_ends.append((t, list(served)))
+                drain_ends.append((t, list(served), list(arrivals)))
 
         # -- column command: FR-FCFS, the oldest that hits an open row and is legal -----
         queue = writes if write_mode else reads
@@ -404,7 +416,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
         if t >= (wr_ready if write_mode else rd_ready):
             for entry in queue:
                 b = entry[2]
-                if open_row[b] != entry[3] or t < col_ready[b]:
+                if open_row[b] != entry[3] or t < (col_ready[b] if entry[1] == "r" else col_ready_w[b]):
                     continue
                 g = bg_of[b]
                 if entry[1] == "r":
@@ -481,6 +493,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
                             open_row[b] = row
                             act_at[b] = t
                             col_ready[b] = t + tRCD
+                            col_ready_w[b] = t + tRCDWR
                             pre_ready[b] = t + tRAS
                             act_ready[b] = t + tRC
                             act_ready_any = t + tRRD_S
@@ -510,9 +523,10 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
 
         # -- skip the cycles in which nothing can happen ---------------------------------
         # While the channel is empty (nothing at the arbiter, in the queue or in an update's
-        # adder) and no refresh is due or under way, nothing happens until the next arrival;
+        # adder, and the write drain's end recorded) and no refresh is due or under way,
+        # nothing happens until the next arrival;
         # a closed-page channel may still precharge, so it is not skipped while a row is open.
-        if (not skip_idle or reads or writes or pending_rmw or refreshing or len(finite) < n
+        if (not skip_idle or reads or writes or pending_rmw or refreshing or write_mode or len(finite) < n
                 or any(src.ready for src in sources) or (closed_page and max(open_row) >= 0)):
             continue
         nxt = min(total, next_refresh)
@@ -552,14 +566,19 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
     # the end of the last: the queues are alike at both. Otherwise: what was offered, less what
     # was refused and what piled up.
     if len(drain_ends) >= 2 and drain_ends[-1][0] - drain_ends[0][0] >= cycles // 2:
-        (t0, s0), (t1, s1) = drain_ends[0], drain_ends[-1]
-        sustained = [(s1[i] - s0[i]) * cycles / (t1 - t0) for i in range(n)]
+        (t0, s0, a0), (t1, s1, a1) = drain_ends[0], drain_ends[-1]
+        span = t1 - t0
+        sustained = [(s1[i] - s0[i]) / span for i in range(n)]
+        offered = [(a1[i] - a0[i]) / span if rates[i] != math.inf else sustained[i] for i in range(n)]
     else:
-        sustained = [max(0.0, arrivals[i] - refused[i] - max(0, end[i] - backlog_start[i]))
-                     if rates[i] != math.inf else float(served[i]) for i in range(n)]
+        sustained = [max(0.0, arrivals[i] - refused[i] - max(0, end[i] - backlog_start[i])) / cycles
+                     if rates[i] != math.inf else served[i] / cycles for i in range(n)]
+        offered = [arrivals[i] / cycles if rates[i] != math.inf else sustained[i] for i in range(n)]
+        span = cycles
     return ChannelStats(
         cycles=cycles, served_per_cycle=per(served), refused_per_cycle=per(refused),
-        sustained_per_cycle=per(sustained),
+        sustained_per_cycle={streams[i].name: sustained[i] for i in range(n)},
+        offered_per_cycle={streams[i].name: offered[i] for i in range(n)}, span_cycles=span,
         bus_utilisation=bursts_measured * burst / cycles,
         row_hit_rate=sum(hits) / all_access if all_access else 0.0,
         row_hit_rate_by_stream={streams[i].name: hits[i] / accesses[i] if accesses[i] else 0.0 for i in range(n)},
