@@ -91,10 +91,11 @@ def _add_config(p: argparse.ArgumentParser, *, out: bool = True) -> None:
         p.add_argument("--out", type=_folder, default=Path(DEFAULT_OUT),
                        help="output folder (default: ./%(default)s; the make targets write the repository's "
                             "sim_results/)")
-    p.add_argument("--dram-model", choices=("rows", "fluid"), default="rows",
-                   help="rows: the DRAM's bank time shared by the arbiter, checked against a channel with banks, rows, "
-                        "FR-FCFS, turnarounds and refresh where the GEMM and communication mix (the study's); fluid: "
-                        "every byte the same bank time whatever it is mixed with (default: %(default)s)")
+    p.add_argument("--dram-model", choices=("fluid", "rows"), default="fluid",
+                   help="fluid: the DRAM's bank time shared by the arbiter, every byte alike (the study's); rows: "
+                        "also checked against a channel with banks, rows, FR-FCFS, turnarounds and refresh wherever "
+                        "the GEMM and communication mix (slower; see the docs for its resolution) (default: "
+                        "%(default)s)")
     p.add_argument("--rtl-timing", type=Path, default=None,
                    help="rtl_timing.json to take the block timing from (default: the figures `make characterize` "
                         "last measured, kept beside the model as system_model/describe/rtl_timing.json)")
@@ -200,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--models", type=_csv_list(str), default=None,
                        help="comma-separated models (default: llama-3-70b,llama-3-405b)")
     peers.add_argument("--tp", type=_csv_list(int), default=None, help="TP degrees (default: 4,8,16,32)")
-    peers.add_argument("--dram-model", choices=("rows", "fluid"), default="rows",
+    peers.add_argument("--dram-model", choices=("fluid", "rows"), default="fluid",
                        help="how the DRAM is shared (as for report; default: %(default)s)")
     peers.add_argument("--phase", choices=("training", "prefill", "all"), default="all",
                        help="which phase (default: %(default)s)")

@@ -47,7 +47,7 @@ def test_flux_with_twice_the_k_on_h800():
     """R4: H800, (16384, 4096, 1024 -> 2048), TP 8, reduce-scatter: doubling K made Flux 46%
     faster (its remainder crawled at the contended rate after its GEMM ended)."""
     short, long = (_run("h800-sxm", (16384, 4096, k), 8, ("sequential", "flux")) for k in (1024, 2048))
-    assert long["flux"].time_s >= short["flux"].time_s * (1 - 1e-12)     # (equal: both the collective's)
+    assert long["flux"].time_s >= short["flux"].time_s
     for r in (short, long):
         # A transfer that outlives the GEMM drains at the uncontended rate: the tail after the
         # GEMM is no longer than the library's whole collective alone.

@@ -340,25 +340,22 @@ def test_mca_wins_where_communication_contends_for_dram(contended_cfg):
 def test_a_starvation_limit_below_the_slot_interval_starves_the_gemm(contended_cfg):
     """Two-unit updates at 500 GB/s free a queue slot every ~10 cycles; with a limit of 8 the
     starving communication takes every slot (see test_dram_queue): compute-first's GEMM runs
-    slower than under the default limit, the mode loses to round robin somewhere, and there
-    the runtime leaves the arbiter in round robin (T3-MCA is T3); it is never worse than
-    either mode. (Per point the starved mode may still edge round robin: on the row-aware
-    channel round robin pays the rows its interleaving closes, 0.3% on mega-gpt-2 TP 8 OP.)"""
+    slower than under the default limit, the mode loses to round robin, and the runtime
+    leaves the arbiter in round robin (T3-MCA is T3)."""
     starving = replace(contended_cfg, arbiter=replace(contended_cfg.arbiter, starvation_limit_cycles=8))
-    lost = []
+    lost = 0
     for p in HEADLINE[:4]:
         shape = sublayer_gemm(MODELS[p.model], p.sublayer, starving.workload.tokens(p.phase), p.tp)
         starved = t3_ring(Sublayer(starving, shape, p.tp), policy="mca")
         default = t3_ring(Sublayer(contended_cfg, shape, p.tp), policy="mca")
         rr = t3_ring(Sublayer(starving, shape, p.tp), policy="rr")
         assert starved.gemm_s > default.gemm_s, p
-        lost.append(starved.time_s > rr.time_s * (1 + 1e-6))
-    assert any(lost)
+        assert starved.time_s >= rr.time_s * (1 - 1e-9), p
+        lost += starved.time_s > rr.time_s * (1 + 1e-6)
+    assert lost > 0
     results = run_study(starving, HEADLINE[:4], timeline=False)
-    for r, mode_lost in zip(results, lost, strict=True):
-        assert r.schemes["t3_mca"].time_s <= r.schemes["t3"].time_s * (1 + 1e-12), r.point
-        if mode_lost:
-            assert r.schemes["t3_mca"].time_s == pytest.approx(r.schemes["t3"].time_s, rel=1e-12), r.point
+    for r in results:
+        assert r.schemes["t3_mca"].time_s == pytest.approx(r.schemes["t3"].time_s, rel=1e-12), r.point
 
 
 def test_collective_slowdowns_are_at_least_one(paper_results):
@@ -366,16 +363,10 @@ def test_collective_slowdowns_are_at_least_one(paper_results):
         assert r.schemes["cu_sharing"].slowdowns["collective"] >= 1 - 1e-9, r.point
 
 
-def test_t3_near_ideal_on_op_sublayers(paper_cfg, paper_results):
-    """Within 5% of the ideal, plus what sharing the DRAM can move between the GEMM and the
-    transfers (``contention_s``): the ideal runs each alone, and on the row-aware channel a
-    reduce-scatter's updates cost the GEMM's rows and turnarounds (mt-nlg TP 32 prefill OP:
-    7.5% above the ideal, 1.7% on the fluid rule)."""
-    dram = paper_cfg.system.gpu.dram_bytes_per_s
+def test_t3_near_ideal_on_op_sublayers(paper_results):
     for r in paper_results:
         if r.point.sublayer == "OP":
-            t3 = r.schemes["t3"]
-            assert t3.time_s <= r.schemes["ideal_overlap"].time_s * 1.05 + t3.contention_s(dram), r.point
+            assert r.schemes["t3"].time_s <= r.schemes["ideal_overlap"].time_s * 1.05, r.point
 
 
 def test_near_memory_rs_beats_the_software_rs(paper_results):
@@ -480,11 +471,9 @@ def test_near_memory_updates_can_lose_where_dram_is_the_bottleneck():
 
 
 def test_faster_links_never_slow_a_scheme_beyond_its_transfers_dram_time():
-    """Twice the link bandwidth: every scheme at most 0.1% slower plus its transfers' own DRAM
-    time, the most a faster transfer can take from the GEMM (tests/test_invariants.py explains
-    the allowance). T3-MCA too: serving the GEMM first keeps its grants, but on the row-aware
-    channel the updates that do get in still close its rows and turn the bus around (at most
-    +0.54% here)."""
+    """Twice the link bandwidth: T3-MCA never slower (0.1%); every scheme at most 0.1% plus
+    its transfers' own DRAM time, the most a faster transfer can take from the GEMM under
+    round-robin arbitration (tests/test_invariants.py explains the allowance)."""
     rises = []
     for args in GRID:
         point, tokens, link, hbm, l2 = args
@@ -492,7 +481,7 @@ def test_faster_links_never_slow_a_scheme_beyond_its_transfers_dram_time():
         slow, fast = _evaluate(*args), _evaluate(point, tokens, link * 2, hbm, l2)
         for scheme in PAPER_SCHEMES:
             contention = slow[scheme].transfer_dram_s(cfg.system.gpu.dram_bytes_per_s)
-            allowed = slow[scheme].time_s * 1e-3 + contention
+            allowed = slow[scheme].time_s * 1e-3 + (0.0 if scheme == "t3_mca" else contention)
             if fast[scheme].time_s > slow[scheme].time_s + allowed:
                 rises.append(f"{args} {scheme}: {fast[scheme].time_s / slow[scheme].time_s - 1:+.3%}")
     assert not rises, "link x2 made a scheme slower:\n" + "\n".join(rises)

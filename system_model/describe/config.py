@@ -86,11 +86,12 @@ class StudyConfig:
     t3_blocks : bool
         Whether the GPU has T3's tracker and near-memory reducer (the T3 schemes run only then).
     dram_model : str
-        How the timeline serves the DRAM: ``rows`` (the study's: the fluid rule, checked in
-        every interval where the GEMM and communication share the DRAM against the
-        row-aware channel, with its banks, rows, FR-FCFS and turnarounds;
-        :mod:`system_model.engine.dram_rows`), ``fluid`` (the fluid rule alone: every byte
-        costs the same bank time whatever it is mixed with) or ``cycle`` (a channel simulated
+        How the timeline serves the DRAM: ``fluid`` (the study's: shared by the arbiter's
+        policy, every byte the same bank time whatever it is mixed with), ``rows`` (the fluid
+        rule, checked in every interval where the GEMM and communication share the DRAM
+        against the row-aware channel, with its banks, rows, FR-FCFS and turnarounds;
+        :mod:`system_model.engine.dram_rows`; not yet the default: its served fraction of a
+        saturated mix is too noisy for the invariants, docs/model.md) or ``cycle`` (a channel simulated
         cycle by cycle: micro-systems whose waves last tens of cycles, the crosscheck's).
     """
 
@@ -102,7 +103,7 @@ class StudyConfig:
     peer: PeerConfig = field(default_factory=PeerConfig)
     cu_sharing_cus: int = 8
     t3_blocks: bool = True
-    dram_model: str = "rows"
+    dram_model: str = "fluid"
 
     def __post_init__(self):
         if self.dram_model not in DRAM_MODELS:

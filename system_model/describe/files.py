@@ -84,7 +84,7 @@ class HardwareDescription:
         return SystemConfig(self.name, self.gpu, self.fabric, self.transport, self.description)
 
     def study_config(self, workload: WorkloadConfig | None = None, *, rtl_timing=None,
-                     dram_model: str = "rows") -> StudyConfig:
+                     dram_model: str = "fluid") -> StudyConfig:
         """The model's configuration: the system, its library's kernels, T3's blocks, and how
         the timeline serves the DRAM (``StudyConfig.dram_model``)."""
         from .block_timing import RTL_TIMING_JSON, load_block_timing

@@ -25,11 +25,14 @@ intervals alike share one simulation (in-process memo and the user's cache folde
 
 from __future__ import annotations
 
+import atexit
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 from ..describe.dram_timing import DramTiming
 from .dram_banks import Stream, run_channel
+from .sim_store import SimStore
 
 __all__ = ["RowDram", "CLASSES", "RATE_STEP", "SIM_CYCLES", "WARMUP_CYCLES"]
 
@@ -54,7 +57,21 @@ SERVED_ALL = 0.99
 #: channel's resolution: about 2% of a pseudo-channel's peak over the 1,500 cycles.
 EDGE_REQUESTS = 8
 
-_MEMO: dict = {}
+#: Simulated mixes by key, in memory and on disk (:mod:`.sim_store`): loaded when first
+#: asked for, saved at exit when new ones were simulated.
+_STORE = SimStore("dram_rows.pkl", (*(Path(__file__).with_name(n) for n in ("dram_rows.py", "dram_banks.py",
+                                                                           "arbiter_policy.py")),
+                                     Path(__file__).parents[1] / "describe" / "dram_timing.py"))
+_MEMO: dict = _STORE.data
+_STATE = {"loaded": False, "new": 0}
+#: When a set, every mix :meth:`RowDram.served` is asked for is added to it (the validation's
+#: account of a run).
+asked_keys: set | None = None
+
+
+def _save_at_exit() -> None:
+    if _STATE["new"]:
+        _STORE.save()
 
 
 class RowDram:
@@ -94,6 +111,8 @@ class RowDram:
         it loses nothing to the part the mix adds."""
         self.asked += 1
         key = self.key(rates_Bps, policy)
+        if asked_keys is not None:
+            asked_keys.add(key)
         stats = self._get(key)
         self.seen[key] = stats
         self.last = stats[2]
@@ -112,9 +131,14 @@ class RowDram:
         return max(lat, default=0.0) * self.timing.tCK_ns * 1e-9
 
     def _get(self, key: tuple) -> tuple:
+        if not _STATE["loaded"]:
+            _STATE["loaded"] = True
+            _STORE.load()
+            atexit.register(_save_at_exit)
         stats = _MEMO.get(key)
         if stats is None:
             stats = _MEMO[key] = self._simulate(key)
+            _STATE["new"] += 1
         return stats
 
     def _simulate(self, key: tuple) -> tuple:

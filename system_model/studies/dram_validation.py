@@ -196,9 +196,12 @@ def paper_ablation() -> dict:
 
     cfg = replace(DESCRIPTIONS[PAPER_PRESET].study_config(), dram_model="rows")
     points = [p for p in study_points() if HEADLINE_SETS["headline"][1](p)]
-    dram_rows._MEMO.clear()
-    results = run_study(cfg, points, timeline=True)       # recorded: never from the results cache
-    channel_stats = dict(dram_rows._MEMO)
+    dram_rows.asked_keys = set()
+    try:
+        results = run_study(cfg, points, timeline=True)   # recorded: never from the results cache
+        channel_stats = {k: dram_rows._MEMO[k] for k in dram_rows.asked_keys}
+    finally:
+        dram_rows.asked_keys = None
     rows = []
     for r in results:
         rows.append({"point": f"{r.point.model} TP {r.point.tp} {r.point.sublayer}",
@@ -207,8 +210,9 @@ def paper_ablation() -> dict:
                      "gemm_slowdown_t3_mca": r.schemes["t3_mca"].slowdowns.get("gemm", 1.0)})
     channel = {}
     for policy in ("rr", "mca"):
-        mixes = [v for k, v in channel_stats.items() if k[3] == policy and v[2] is not None
-                 and any(k[-1][2:])]
+        # (In a fixed order: the sums below must not depend on a set's.)
+        mixes = [v for k, v in sorted(channel_stats.items(), key=lambda kv: repr(kv[0]))
+                 if k[3] == policy and v[2] is not None and any(k[-1][2:])]
         if not mixes:
             continue
         stats = [m[2] for m in mixes]

@@ -78,13 +78,13 @@ def _fits(model, tp: int) -> bool:
 
 def run_peers(platforms: Iterable[Platform] | None = None, models: Iterable[str] = DEFAULT_MODELS,
               tps: Iterable[int] = DEFAULT_TPS, phases: Iterable[str] = tuple(PHASES), *,
-              peer: PeerConfig | None = None, workload: WorkloadConfig | None = None, dram_model: str = "rows"
+              peer: PeerConfig | None = None, workload: WorkloadConfig | None = None, dram_model: str = "fluid"
               ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     """Every scheme at every (platform, model, TP, phase) point whose TP divides the model."""
     return _run_peers(platforms, models, tps, phases, peer=peer, workload=workload, dram_model=dram_model)
 
 
-def _run_peers(platforms, models, tps, phases, *, peer, workload, dram_model="rows"
+def _run_peers(platforms, models, tps, phases, *, peer, workload, dram_model="fluid"
                ) -> tuple[list[PeerPoint], list[PeerLayer]]:
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
     workload = workload or WorkloadConfig()

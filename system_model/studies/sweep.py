@@ -143,7 +143,7 @@ class SweepSpec:
     phases: tuple[str, ...]
     workload: object | None = None
     rtl_timing: str | None = None
-    dram_model: str = "rows"
+    dram_model: str = "fluid"
 
     def points(self) -> list[Point]:
         points = []
