@@ -192,7 +192,8 @@ class _Source:
                         if bank % self.banks == 0:
                             lane[1] = (lane[1] + 1) % self.rows
                         bank %= self.banks
-                        if self.stream.bank_groups is None or bank % self.bank_groups in self.stream.bank_groups:
+                        groups = self.stream.bank_groups
+                        if groups is None or _bank_of(bank, self.bank_groups) in groups:
                             break
                     lane[0] = bank
                 lane[3] = True
@@ -251,7 +252,6 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
 
     # Bank state.
     open_row = [-1] * n_banks
-    act_at = [-10**9] * n_banks           # last ACT
     pre_ready = [0] * n_banks             # earliest PRE (tRAS, tRTP, tWR)
     act_ready = [0] * n_banks             # earliest ACT (tRP, tRC, refresh)
     col_ready = [0] * n_banks             # earliest read (tRCD)
@@ -268,7 +268,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
     turnaround_idle = 0
 
     # Entries: [stream index, kind ("r"/"w"), bank, row, bursts left, granted at, rmw,
-    # row hit (None until decided), arrival]
+    # row hit (None until decided)]
     reads: list = []
     writes: list = []
     pending_rmw: deque = deque()          # (cycle the write may enter, entry)
@@ -381,7 +381,7 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
                     waits_n[chosen] += 1
                 bank, row = src.next_address()
                 kind = kinds[chosen]
-                entry = [chosen, "w" if kind == "write" else "r", bank, row, 2, t, kind == "rmw", None, arrival]
+                entry = [chosen, "w" if kind == "write" else "r", bank, row, 2, t, kind == "rmw", None]
                 (writes if kind == "write" else reads).append(entry)
 
         # -- refresh ------------------------------------------------------------------
@@ -491,7 +491,6 @@ def run_channel(timing: DramTiming, streams: list[Stream], *, cycles: int, warmu
                         g = bg_of[b]
                         if act_ok and t >= act_ready[b] and t >= act_ready_bg[g]:
                             open_row[b] = row
-                            act_at[b] = t
                             col_ready[b] = t + tRCD
                             col_ready_w[b] = t + tRCDWR
                             pre_ready[b] = t + tRAS

@@ -57,16 +57,13 @@ the golden arbiter model, so that a changed model never reads stale results.
 from __future__ import annotations
 
 import math
-import os
-import pickle
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from ..describe.units import check_range
 from .arbiter_policy import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
+from .sim_store import SimStore, cache_path
 
 __all__ = ["WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES", "dynamic_threshold",
            "load_cache", "save_cache", "CACHE_FILE", "CycleDram"]
@@ -290,53 +287,25 @@ _RESULTS: dict = {}
 _STORE: dict = {}
 
 
-def _version() -> str:
-    """Hash of the code a stored result depends on: this module and the arbiter's golden model."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for path in (Path(__file__), Path(__file__).with_name("arbiter_policy.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-#: Where :func:`save_cache` keeps the simulated waves: beside the results' cache file
-#: (``T3_MODEL_CACHE``'s folder if it is set; empty: no cache file at all), else in the
-#: user's cache folder (``~/.cache/t3-model/`` on Linux).
-CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]).with_name("representative_waves.pkl")
-              if os.environ.get("T3_MODEL_CACHE")
-              else None if "T3_MODEL_CACHE" in os.environ
-              else Path(platformdirs.user_cache_dir("t3-model")) / "representative_waves.pkl")
+#: Where :func:`save_cache` keeps the simulated waves (:mod:`.sim_store`: beside the results'
+#: cache file; none when ``T3_MODEL_CACHE`` is set empty).
+CACHE_FILE = cache_path("representative_waves.pkl")
+_SOURCES = (Path(__file__), Path(__file__).with_name("arbiter_policy.py"))
 
 
 def load_cache(path: Path | None = CACHE_FILE) -> int:
     """Load stored representative waves written by the same code; returns how many."""
-    if path is None:
-        return 0
-    try:
-        version, store = pickle.loads(path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-        return 0
-    if version != _version():
-        return 0
-    for key, value in store.items():
-        _STORE.setdefault(key, value)
-    return len(store)
+    store = SimStore("representative_waves.pkl", _SOURCES)
+    store.data = _STORE
+    return store.load(path) if path is not None else 0
 
 
 def save_cache(path: Path | None = CACHE_FILE) -> int:
     """Store the representative waves simulated so far (best effort: a read-only checkout
     just runs without a cache)."""
-    if path is None:
-        return 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")     # parallel test workers each write their own
-        tmp.write_bytes(pickle.dumps((_version(), dict(_STORE)), protocol=pickle.HIGHEST_PROTOCOL))
-        tmp.replace(path)
-    except OSError:
-        return 0
-    return len(_STORE)
+    store = SimStore("representative_waves.pkl", _SOURCES)
+    store.data = _STORE
+    return store.save(path) if path is not None else 0
 
 
 def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int) -> WaveResult:

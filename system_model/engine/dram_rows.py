@@ -83,12 +83,8 @@ class RowDram:
         self.peak_Bps = hbm_GBps * 1e9
         self.queue_entries, self.starvation_limit, self.threshold = queue_entries, starvation_limit, threshold
         self.refresh_left = 1.0 - timing.tRFC / timing.tREFI
-        #: Per simulated mix (the memo's key): the channel's statistics (for the report).
-        self.seen: dict = {}
-        self.served_all = SERVED_ALL
         #: The statistics of the mix :meth:`served` last simulated (None: nothing to simulate).
         self.last = None
-        self.asked = 0
 
     def key(self, rates_Bps: dict[str, float], policy: str) -> tuple:
         steps = tuple(int(round(rates_Bps.get(c, 0.0) / self.peak_Bps / self.refresh_left / RATE_STEP))
@@ -104,17 +100,16 @@ class RowDram:
     def served(self, rates_Bps: dict[str, float], policy: str,
                latency_matters: Callable[[float], bool] = lambda latency_s: True) -> tuple[float, float, float]:
         """(compute's, communication's) served fraction of the rates offered, under
-        ``policy`` (``rr`` or ``mca``), and the seconds the mix adds to the GEMM's mean read
-        latency against its streams alone at the same rates (queueing behind
-        communication, rows it closed, turnarounds). The GEMM alone is simulated only where
+        ``policy`` (``rr`` or ``mca``; 1 where the channel keeps up, :data:`SERVED_ALL`), and
+        the seconds the mix adds to the GEMM's mean read latency against its streams alone at
+        the same rates (queueing behind communication, rows it closed, turnarounds). The GEMM
+        alone is simulated only where
         ``latency_matters(the GEMM's latency in the mix)``: a GEMM whose waves hide even all of
         it loses nothing to the part the mix adds."""
-        self.asked += 1
         key = self.key(rates_Bps, policy)
         if asked_keys is not None:
             asked_keys.add(key)
         stats = self._get(key)
-        self.seen[key] = stats
         self.last = stats[2]
         mine = self._gemm_latency_s(stats)
         if mine <= 0 or not latency_matters(mine):
@@ -169,5 +164,6 @@ class RowDram:
             # A shortfall of a few requests is the window's edge (a tile's run in flight as
             # it closes), not a channel that cannot keep up.
             short = (want - got) * stats.span_cycles
-            frac[klass] = 1.0 if want <= 0 or short <= EDGE_REQUESTS else min(1.0, got / want)
+            served = got / want if want > 0 and short > EDGE_REQUESTS else 1.0
+            frac[klass] = 1.0 if served >= SERVED_ALL else served
         return (frac["compute"], frac["comm"], stats)

@@ -327,26 +327,25 @@ class Engine:
         compute_s = comm_s = 1.0
         extra_s = 0.0
         self._row_stats = None
-        if (mix["gemm_read"] + mix["gemm_nmc"]) > 0 and (mix["comm_read"] + mix["comm_update"]) > 0:
-            gemms = [f for f in runnable if f.klass == "compute" and f.cap_at_latency is not None]
+        gemms = [f for f in runnable if f.klass == "compute" and f.cap_at_latency is not None]
 
-            def latency_matters(latency_s: float) -> bool:
-                return any(f.cap_at_latency(latency_s) < f.cap * (1 - RESOLUTION) for f in gemms)
+        def latency_matters(latency_s: float) -> bool:
+            return any(f.cap_at_latency(latency_s) < f.cap * (1 - RESOLUTION) for f in gemms)
+        if (mix["gemm_read"] + mix["gemm_nmc"]) > 0 and (mix["comm_read"] + mix["comm_update"]) > 0:
             compute_s, comm_s, extra_s = row.served(mix, self.policy.kind, latency_matters)
             self._row_stats = row.last
-        slower = [f for f in runnable if f.cap_at_latency is not None and f.klass == "compute"] if extra_s > 0 else []
-        if min(compute_s, comm_s) >= self.row_model.served_all and not any(
-                f.cap_at_latency(extra_s) < f.cap * (1 - RESOLUTION) for f in slower):
+        short = min(compute_s, comm_s) < 1.0
+        if not short and not (extra_s > 0 and latency_matters(extra_s)):
             for f, x in zip(runnable, rates, strict=True):
                 f.rate = x
             self._check_interval(runnable, self._caps)
             return rates
         saved = [(f, f.cap, f.static_cap) for f in runnable]
         try:
-            for f in slower:
+            for f in gemms if extra_s > 0 else ():
                 f.cap = f.static_cap = min(f.cap, f.cap_at_latency(extra_s))
             for f, x in zip(runnable, rates, strict=True):
-                if f.dram > 0 and x > 0 and min(compute_s, comm_s) < self.row_model.served_all:
+                if f.dram > 0 and x > 0 and short:
                     share = compute_s if f.klass == "compute" else comm_s
                     f.cap = f.static_cap = max(min(f.cap, x * share), 1e-12 * x)
             rates = self._allocate_fluid(runnable)
