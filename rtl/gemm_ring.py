@@ -25,7 +25,8 @@ class GemmRing(wiring.Component):
     (``remote[g]``) and read-backs (``host_read[g]``) and issues them, with its own operand
     reads, to slice *g* when the GEMM's timing allows. ``read_data[g]`` shows the slice's
     read data (operand reads and read-backs, in order). ``arm``, ``program``, ``notify``
-    and ``status`` are the ring's. ``run``, ``setup`` and the arbiter settings are shared
+    and ``status`` are the ring's, and so are ``dram_request`` and ``dram_ready`` where the
+    slices have a memory beyond them (``dram_ready=True``). ``run``, ``setup`` and the arbiter settings are shared
     by every GPU, as the GPUs of a tensor-parallel group run the same kernel at once.
 
     Parameters
@@ -53,6 +54,7 @@ class GemmRing(wiring.Component):
         ports["gemm_status"] = Out(self.sources[0].status_layout).array(gpus)
         ports.update({name: ring[name] for name in ("threshold", "starvation_limit", "mode")})
         ports.update({"run": In(1), "setup": In(self.sources[0].setup_layout)})
+        ports.update({name: ring[name] for name in ("dram_request", "dram_ready") if name in ring})
         super().__init__(ports)
 
     gpus = property(lambda self: self.ring.gpus, doc="GPUs in the ring.")
@@ -78,6 +80,10 @@ class GemmRing(wiring.Component):
             for name in ("arm", "program"):
                 wiring.connect(m, wiring.flipped(getattr(self, name)[g]), getattr(ring, name)[g])
             m.d.comb += self.status[g].eq(ring.status[g])
+            if "dram_ready" in self.signature.members:
+                m.d.comb += [ring.dram_ready[g].eq(self.dram_ready[g]),
+                             self.dram_request[g].valid.eq(ring.dram_request[g].valid),
+                             self.dram_request[g].payload.eq(ring.dram_request[g].payload)]
             m.d.comb += [self.notify[g].valid.eq(ring.notify[g].valid),
                          self.notify[g].payload.eq(ring.notify[g].payload)]
         return m

@@ -14,8 +14,10 @@ from .t3_slice import T3Slice
 
 __all__ = ["T3Ring"]
 
-#: Per-GPU ports of the ring, taken from the slice.
+#: Per-GPU ports of the ring, taken from the slice ...
 PER_GPU = ("gemm", "gemm_read", "gemm_read_data", "gemm_remote", "arm", "program", "notify", "status")
+#: ... and, where the slices have a memory beyond them (``dram_ready=True``), its door.
+DRAM_PORTS = ("dram_request", "dram_ready")
 
 
 class T3Ring(wiring.Component):
@@ -43,7 +45,8 @@ class T3Ring(wiring.Component):
         self.links = [LinkModel(payload_shape=self.slices[0].packet_layout, latency=link_latency,
                                 cycles_per_beat=link_cycles_per_beat) for _ in range(gpus)]
         members = self.slices[0].signature.members
-        ports = {name: members[name].array(gpus) for name in PER_GPU}
+        self._per_gpu = PER_GPU + (DRAM_PORTS if self.slices[0].has_dram_ready else ())
+        ports = {name: members[name].array(gpus) for name in self._per_gpu}
         ports.update({name: members[name] for name in ("threshold", "starvation_limit", "mode")})
         super().__init__(ports)
 
@@ -55,9 +58,11 @@ class T3Ring(wiring.Component):
             m.submodules[f"slice{g}"] = slice_
             m.submodules[f"link{g}"] = link
         for g, slice_ in enumerate(self.slices):
-            for name in PER_GPU:
+            for name in self._per_gpu:
                 port, member = getattr(self, name)[g], slice_.signature.members[name]
-                if member.is_port:  # the status word
+                if member.is_port and member.flow == In:  # dram_ready
+                    m.d.comb += getattr(slice_, name).eq(port)
+                elif member.is_port:  # the status word
                     m.d.comb += port.eq(getattr(slice_, name))
                 elif member.flow == In:
                     wiring.connect(m, wiring.flipped(port), getattr(slice_, name))

@@ -91,10 +91,11 @@ class T3Slice(wiring.Component):
       room in the trigger queue, which drained only through a DMA read queued behind the
       same grant: a cycle, and a deadlock at 12 tiles per chunk.
     * In MCA mode a communication request waits at most ``starvation_limit`` cycles (plus
-      the tracker's sweep after a reset, and ``nmc.hazard_window`` cycles for each hazard
-      in the issue register): its wait counts every cycle it is not granted, except those
-      in which the register holds a communication update waiting for a hazard (its own
-      class's), which would otherwise let one class's hazards buy it starvation priority.
+      the tracker's sweep after a reset, ``nmc.hazard_window`` cycles for each hazard
+      in the issue register, and the cycles a memory beyond holds an offer, ``dram_ready``):
+      its wait counts every cycle it is not granted, except those in which the register
+      holds a communication update waiting for a hazard (its own class's), which would
+      otherwise let one class's hazards buy it starvation priority.
       A compute request waits only while starving communication requests are served,
       one grant each, so it waits at most one cycle in ``starvation_limit + 1`` (a limit
       of 0 gives communication strict priority), plus the hazard waits.
@@ -137,13 +138,26 @@ class T3Slice(wiring.Component):
         Compute requests the controller's queue holds, 2..``2**level_width - 1``.
     level_width, wait_width
         The arbiter.
+    dram_ready : bool
+        Whether a memory beyond the slice paces its grants: the slice then has the ports
+        ``dram_request`` (out: the request the arbiter offers this cycle, ``{addr, write}``,
+        valid with the offer) and ``dram_ready`` (in: that request may be granted now). A
+        DRAM controller lowers ``dram_ready`` while the request's bank opens its row
+        (precharge and activate); with ``False`` (the default) the bank is the block RAM
+        and every offer may be granted. The memory gates the *grant*, not the issue, so a
+        granted request still reaches its data :attr:`read_latency` cycles later: the DMA
+        engine's reads and the GEMM's read port keep their fixed latency, and the memory's
+        variable latency is the wait before the grant. ``dram_ready`` may depend on
+        ``dram_request`` in the same cycle (the offer does not depend on the grant).
+        Liveness then also needs the memory to raise ``dram_ready`` for a request offered
+        long enough (a bank opens its row in bounded time).
     """
 
     def __init__(self, *, format: str = "binary16", beat_width: int = 64, depth: int = 256,  # noqa: A002
                  power_up_seed: int | None = None, adder_latency: int | None = None,
                  entries: int = 64, count_width: int = 8, trigger_depth: int | None = None, commands: int = 64,
                  max_beats: int = 16, port_width: int = 2, queue_depth: int = 4, tile_beats_log2: int = 2,
-                 compute_queue_depth: int = 8, level_width: int = 5, wait_width: int = 16):
+                 compute_queue_depth: int = 8, level_width: int = 5, wait_width: int = 16, dram_ready: bool = False):
         self.nmc = NearMemoryReducer(format=format, beat_width=beat_width, depth=depth, power_up_seed=power_up_seed,
                                      adder_latency=adder_latency)
         addr_width = self.nmc.addr_width
@@ -184,7 +198,14 @@ class T3Slice(wiring.Component):
             "egress_beats": 32,
             "notifies": 32,
         })
+        if not isinstance(dram_ready, bool):
+            raise TypeError(f"dram_ready must be a bool, not {dram_ready!r}")
+        self._dram_ready = dram_ready
+        self.dram_request_layout = data.StructLayout({"addr": unsigned(addr_width), "write": 1})
+        dram_ports = {"dram_request": Out(ValidSignature(self.dram_request_layout)),
+                      "dram_ready": In(1)} if dram_ready else {}
         super().__init__({
+            **dram_ports,
             "gemm": In(stream.Signature(self.gemm_layout)),
             "gemm_read": In(stream.Signature(unsigned(addr_width))),
             "gemm_read_data": Out(ValidSignature(unsigned(beat_width))),
@@ -201,6 +222,8 @@ class T3Slice(wiring.Component):
         })
 
     tile_beats_log2 = property(lambda self: self._tile_beats_log2, doc="log2 of the beats per tile.")
+    has_dram_ready = property(lambda self: self._dram_ready,
+                              doc="Whether a memory beyond the slice paces the grants (``dram_ready``).")
 
     issue_latency = property(lambda self: 1, doc="Cycles a granted request spends in the issue register.")
     compute_reads_first = property(
@@ -305,9 +328,16 @@ class T3Slice(wiring.Component):
         issued_addr = [Signal.like(held.addr, name=f"issued_addr_{k}", reset_less=True) for k in range(1, window + 1)]
         blocked = Signal()       # the held request is an update the bank will refuse now
         issue = Signal()
+        # The memory beyond (a DRAM's bank opening its row) may hold the offer before its grant.
+        free = ~held_valid | issue          # the register takes a grant this cycle
+        grant_ready = free & self.dram_ready if self._dram_ready else free
+        if self._dram_ready:
+            m.d.comb += [self.dram_request.valid.eq(arbiter.grant.valid),
+                         self.dram_request.payload.addr.eq(arbiter.grant.payload.request.addr),
+                         self.dram_request.payload.write.eq(arbiter.grant.payload.request.kind != MemKind.READ)]
         m.d.comb += [
             issue.eq(held_valid & tracker_ok & ~blocked),
-            arbiter.grant.ready.eq(~held_valid | issue),
+            arbiter.grant.ready.eq(grant_ready),
             nmc.request.valid.eq(held_valid & is_write & tracker_ok & ~blocked),
             nmc.request.payload.addr.eq(held.addr),
             nmc.request.payload.op.eq(Mux(held.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
@@ -329,8 +359,10 @@ class T3Slice(wiring.Component):
             m.d.sync += [issued_valid[0].eq(issue & is_write), issued_addr[0].eq(held.addr)]
             for k in range(1, window):
                 m.d.sync += [issued_valid[k].eq(issued_valid[k - 1]), issued_addr[k].eq(issued_addr[k - 1])]
-        with m.If(arbiter.grant.ready):
-            m.d.sync += [held_valid.eq(arbiter.grant.valid), held.eq(arbiter.grant.payload.request),
+        # (Without a memory beyond, ``free`` is ``grant.ready``, so a valid grant is taken.)
+        with m.If(free if self._dram_ready else arbiter.grant.ready):
+            m.d.sync += [held_valid.eq(load if self._dram_ready else arbiter.grant.valid),
+                         held.eq(arbiter.grant.payload.request),
                          held_comm.eq(arbiter.grant.payload.cls == RequestClass.COMM)]
         # The bank must agree: it takes every write the slice issues (checked in simulation).
         m.d.sync += Assert(~nmc.request.valid | nmc.request.ready, "slice issued a write the bank refuses")

@@ -308,6 +308,17 @@ MUTANTS: tuple[Mutant, ...] = (
         "t3_slice.py", "self.notify.valid.eq(tracker.trigger.valid & notify),",
         "self.notify.valid.eq(tracker.trigger.valid & notify & table.trigger.ready),",
         "a notify-only trigger waits for the command table it does not use"), SLICE),
+    # -- the memory beyond the slice (issue #27: a DRAM-like memory in the ring's harness) --
+    Mutant("slice-grant-ignores-dram-ready", "t3_slice", Patch(
+        "t3_slice.py", "grant_ready = free & self.dram_ready if self._dram_ready else free",
+        "grant_ready = free",
+        "the slice grants while the memory beyond holds the offer (a bank still opening its row)"),
+        ("tb/slice/test_slice.py::test_trace_slice",)),
+    Mutant("slice-register-kept-when-memory-holds", "t3_slice", Patch(
+        "t3_slice.py", "with m.If(free if self._dram_ready else arbiter.grant.ready):",
+        "with m.If(arbiter.grant.ready):",
+        "an issued request stays in the register while the memory holds the next offer: issued twice"),
+        ("tb/slice/test_slice.py::test_trace_slice",)),
     Mutant("link-matured-reset-less", "link", Patch(
         "link.py", "matured = Signal(range(self._depth + 1))",
         "matured = Signal(range(self._depth + 1), reset_less=True)",

@@ -35,10 +35,15 @@ DEPTH = 24
 #: The first slice's deadlock needs no more: a counterexample is found at 18 cycles (and
 #: a shallower search is faster: 8 s against 18 s at DEPTH).
 FIRST_SLICE_DEPTH = 18
+#: With a memory that may hold each offer for a cycle the bound doubles (23 cycles).
+MEMORY_DEPTH = 26
 
 
-def check(slice_class, tmp_path, *, false_property: bool = False, depth: int = DEPTH) -> str:
-    harness = SliceLivenessHarness(slice_class, false_property=false_property)
+def check(slice_class, tmp_path, *, false_property: bool = False, depth: int = DEPTH,
+          max_memory_hold: int | None = None, unconstrained_limit: bool = False) -> str:
+    harness = SliceLivenessHarness(slice_class, false_property=false_property, max_memory_hold=max_memory_hold,
+                                   unconstrained_limit=unconstrained_limit)
+    assert harness.bound < depth, "the depth must reach past the bound, or the check cannot fail"
     return run_sat(harness, harness.ports(), tmp_path,
                    f"sat -seq {depth} -prove-asserts -set-assumes -set-init-zero -show-ports")
 
@@ -50,6 +55,31 @@ def first_slice_class():
 def test_slice_is_live_within_the_bound(tmp_path):
     log = check(T3Slice, tmp_path)
     assert "SAT proof finished - no model found: SUCCESS!" in log, log[-4000:]
+
+
+def test_slice_with_a_memory_beyond_is_live_within_the_bound(tmp_path):
+    """A memory that may hold each offer for a cycle (a bank opening its row) stretches the
+    bound, and nothing waits for ever: the grant is gated, not the issue."""
+    log = check(T3Slice, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH)
+    assert "SAT proof finished - no model found: SUCCESS!" in log, log[-4000:]
+
+
+def test_a_starvation_limit_within_the_memory_hold_starves_the_gemm(tmp_path):
+    """Why the limit must exceed the hold (tb/formal/slice_liveness.py): at a limit of 1,
+    communication takes the place of every compute offer the memory holds."""
+    log = check(T3Slice, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH, unconstrained_limit=True)
+    assert "SAT proof finished - model found: FAIL!" in log, log[-4000:]
+
+
+def test_slice_that_keeps_its_register_when_the_memory_holds_fails(tmp_path):
+    """The bug the gating first had: the register kept an issued request while the memory
+    held the next offer, and issued it again; the bounded check must see it."""
+    from tb.formal.variants import Patch
+    broken = load_variant((Patch("t3_slice.py", "with m.If(free if self._dram_ready else arbiter.grant.ready):",
+                                 "with m.If(arbiter.grant.ready):"),))
+    cls = importlib.import_module(broken.__name__ + ".t3_slice").T3Slice
+    log = check(cls, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH)
+    assert "SAT proof finished - model found: FAIL!" in log, log[-4000:]
 
 
 def test_first_slice_deadlocks(tmp_path):

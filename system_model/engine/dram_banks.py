@@ -86,7 +86,8 @@ class Stream:
     ``pattern``: ``sequential`` (rows filled in order), ``tile`` (runs of
     :data:`RUN_REQUESTS_TILE` in scattered rows) or ``random`` (runs of one).
     ``rate``: requests offered per cycle; ``math.inf``: always one ready (backlogged).
-    ``lanes``: independent copies interleaved (a GEMM's many panels in flight at once).
+    ``lanes``: independent copies interleaved (a GEMM's many panels in flight at once;
+    a sequential stream's lanes start in distinct banks and bank groups, random rows).
     """
 
     name: str
@@ -164,6 +165,14 @@ class _Source:
         self.ready: deque = deque()
         self.acc = 0.0
         self.lanes = [self._fresh_lane() for _ in range(stream.lanes)]
+        if stream.pattern == "sequential" and stream.bank_groups is None:
+            # A GEMM's panels in flight are spread over the banks (the address hash's job):
+            # lane j starts j/lanes of the way through the bank order, one bank group on, so
+            # that lanes moving in step never share a bank or, up to the bank groups, a group.
+            # Random starts let two lanes meet in one bank for the whole run, each closing the
+            # other's row: a partition camp that a seed, not the mix, decided.
+            for j, lane in enumerate(self.lanes):
+                lane[0] = (j * self.banks // stream.lanes + j) % self.banks
         self.lane = 0
         self.granted = 0
 

@@ -28,6 +28,17 @@ on nothing outside that slice. ``arm`` is exempt: an armed tile that never gets 
 holds its trigger slot for ever, by design. So is the trigger queue, whose wait grows with
 the length of the transfers ahead of it; it drains whenever the engine and egress move.
 
+With ``max_memory_hold`` set, the slice has a memory beyond it (``dram_ready=True``) that may
+hold the arbiter's offer, as a DRAM bank opening its row does, for at most that many cycles
+in a row (then it must let it go); the solver picks which offers it holds. Every cycle of
+the bound below may then be stretched by the holds before a grant: the bound is multiplied
+by ``max_memory_hold + 1``. The starvation limit must then exceed the longest hold plus the
+hazard window (``min_starvation_limit``): with a shorter one, a communication request starts
+to starve while the memory holds a compute offer, takes its place (the arbiter re-decides
+every cycle), and the compute request, offered again, is held again: a memory that holds
+every compute offer starves the GEMM (the bounded check finds it at a limit of 1 and a hold
+of 1). A DRAM's row miss is tens of cycles, a starvation limit hundreds.
+
 A watched request waits at most ``2 * (max_starvation_limit + 1 + hazard_window)`` cycles,
 and the assertion fires at one more (``bound``): an incoming beat waits at most one
 starvation period for its own grant plus one for the DMA read the comm mux may be holding
@@ -38,7 +49,7 @@ request waits at most one grant per starvation period plus that window.
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 
 __all__ = ["SliceLivenessHarness", "TINY_SLICE"]
 
@@ -54,15 +65,30 @@ TINY_SLICE = dict(format="binary16", beat_width=16, depth=16, adder_latency=2, e
 
 class SliceLivenessHarness(Elaboratable):
     def __init__(self, slice_class, *, max_starvation_limit: int = 3, slice_params: dict | None = None,
-                 false_property: bool = False):
+                 false_property: bool = False, max_memory_hold: int | None = None,
+                 unconstrained_limit: bool = False):
         self.false_property = false_property
-        self.slice = slice_class(**(TINY_SLICE if slice_params is None else slice_params))
+        params = dict(TINY_SLICE if slice_params is None else slice_params)
+        if max_memory_hold is not None:
+            if not 1 <= max_memory_hold <= 8:
+                raise ValueError(f"max_memory_hold must be between 1 and 8, not {max_memory_hold}")
+            params["dram_ready"] = True
+        self.max_memory_hold = max_memory_hold
+        self.slice = slice_class(**params)
         self.max_starvation_limit = max_starvation_limit
+        #: The smallest starvation limit the environment may set.
+        self.min_starvation_limit = 1
+        if max_memory_hold is not None and not unconstrained_limit:
+            self.min_starvation_limit = max_memory_hold + self.slice.nmc.hazard_window + 1
+            if self.min_starvation_limit > max_starvation_limit:
+                raise ValueError(f"max_starvation_limit must be at least {self.min_starvation_limit} with a memory "
+                                 f"that holds an offer {max_memory_hold} cycles, not {max_starvation_limit}")
 
     @property
     def bound(self) -> int:
         """Cycles no watched request may wait (see the module's docstring)."""
-        return 2 * (self.max_starvation_limit + 1 + self.slice.nmc.hazard_window) + 1
+        base = 2 * (self.max_starvation_limit + 1 + self.slice.nmc.hazard_window) + 1
+        return base * (1 + (self.max_memory_hold or 0))
 
     def ports(self) -> list[Value]:
         return [Value.cast(v) for _, _, v in self.slice.signature.flatten(self.slice)]
@@ -91,8 +117,14 @@ class SliceLivenessHarness(Elaboratable):
             m.d.sync += held.eq(value)
             with m.If(started):
                 m.d.comb += Assume(value == held)
+        if self.max_memory_hold is not None:
+            # The memory beyond holds an offer for at most max_memory_hold cycles in a row.
+            held_for = Signal(range(self.max_memory_hold + 1), name="memory_held_for")
+            holding = s.dram_request.valid & ~s.dram_ready
+            m.d.sync += held_for.eq(Mux(holding, held_for + 1, 0))
+            m.d.comb += Assume(~holding | (held_for < self.max_memory_hold))
         limit = Value.cast(s.starvation_limit)
-        m.d.comb += Assume((limit >= 1) & (limit <= self.max_starvation_limit))
+        m.d.comb += Assume((limit >= self.min_starvation_limit) & (limit <= self.max_starvation_limit))
 
         if self.false_property:
             # Reachability check of the set-up: a DMA'd beat does reach egress, so this fails.

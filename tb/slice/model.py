@@ -26,7 +26,8 @@ and, written here from ``rtl/t3_slice.py``'s docstring and the blocks' documente
   address was issued within the last ``adder_latency - 1`` cycles (the bank's hazard);
   nothing is granted while the register's request waits (reads never wait), and while a
   communication update waits there for the hazard the communication class is hidden from
-  the arbiter;
+  the arbiter; with a memory beyond the slice (``dram_ready``), the request the arbiter
+  offers is shown on ``dram_request`` and granted only while ``dram_ready`` is high;
 * counting: a granted write with ``tracked`` (always for ``ingress``) is one tracker update
   of its tile, ``REMOTE`` for the communication class, ``LOCAL`` for compute; an ingress
   beat's tile is ``dst_addr >> tile_beats_log2``;
@@ -187,6 +188,7 @@ class SliceInputs:
     threshold: int = 0
     starvation_limit: int = 0
     mode: int = 0
+    dram_ready: int = 1                 # a memory beyond the slice lets the offer be granted
 
 
 @dataclass
@@ -206,6 +208,8 @@ class SliceOutputs:
     notify_valid: int
     notify_tile: int | None
     status: dict
+    # The offer shown to a memory beyond the slice (``dram_request``; None: none).
+    dram_request: dict | None = None    # {addr, write}
     # Events of the edge (for the bench's statistics; not ports).
     grant: tuple[int, dict] | None = None   # (class, request) executed by the bank
     bank_hazard: int | None = None           # class of the held update waiting for a sum in the bank's adder
@@ -319,7 +323,8 @@ class SliceModel:
         tracker_ok = not counted or bool(trk.update_ready)
         issue = held is not None and tracker_ok and (
             not held_write or self.bank.ready_for(held[1]["addr"], held[1]["kind"]))
-        grant_ready = int(held is None or issue)
+        free = held is None or issue       # the register takes a grant this cycle ...
+        grant_ready = int(free and bool(inp.dram_ready))   # ... if the memory beyond lets it
 
         # The arbiter offers one class; it is granted into the register when that is free. A
         # communication request is hidden from it while a communication update waits there
@@ -359,6 +364,7 @@ class SliceModel:
             arm_ready=trk.arm_ready, program_ready=tbl.program_ready,
             notify_valid=int(is_notify), notify_tile=trigger[0] if is_notify else None,
             status=status, grant=(winner, request) if fire else None,
+            dram_request=None if request is None else {"addr": request["addr"], "write": int(request["kind"] != READ)},
             bank_hazard=held[0] if held_write and tracker_ok and not issue else None,
             issued=held if issue else None,
         )
@@ -382,7 +388,7 @@ class SliceModel:
         # The engine reads the bank (through self.bank.read) after the issued write landed.
         self.engine.step(cmd=tbl.issue if tbl.issue_valid else None,
                          egress_ready=int(bool(inp.egress_ready) and emux.select == A), mem_ready=mem_ready)
-        if grant_ready:
+        if free:
             self.held = (winner, request) if fire else None
         self.arbiter.step(winner=winner, comm_valid=comm_visible, grant_ready=grant_ready)
         self.compute_mux.step(a_valid=inp.gemm is not None, b_valid=inp.gemm_read is not None, out_ready=cq.w_rdy)

@@ -14,10 +14,15 @@ compute queue, so the tile's last ingress update waits until the GEMM has issued
 re-arm of the tile waits for that last update: every dependency points backwards, which is
 what keeps the plan deadlock-free whatever the back-pressure.
 
+The slice is built with a memory beyond it (``dram_ready=True``): per segment, ``dram_ready``
+is always high (a block RAM: the slice as synthesised), high at random in 70% of cycles, or
+high with runs of 1-16 low cycles (a bank opening rows); a third matrix beside the sources'
+and the sink's.
+
 Replay: :class:`~tb.slice.model.SliceModel` (tracker, table, engine, arbiter, muxes, compute
 queue and bank composed) against every output in every cycle out of reset: every ``ready``,
-``gemm_read_data``, ``egress`` (data masked where the bank makes no promise), ``notify`` and
-the whole ``status`` word.
+``gemm_read_data``, ``egress`` (data masked where the bank makes no promise), ``notify``,
+``dram_request`` and the whole ``status`` word.
 """
 
 from __future__ import annotations
@@ -52,13 +57,15 @@ class SliceTrace(TraceBench):
         "GEMM read returned", "read after write", "MCA: comm granted", "round robin mode", "reset with tiles armed",
         "egress beat of an unknown word", "ingress store counted", "DMA forwards as stores",
         "update held by the bank's adder hazard", "GEMM update held by the bank's adder hazard",
+        "offer held by the memory beyond", "read held by the memory beyond",
     )
 
     def __init__(self, params: dict | None = None):
         super().__init__(params or {"format": "binary16", "beat_width": 64, "depth": 256, "entries": 64,
                                     "count_width": 8, "commands": 16, "max_beats": 16, "port_width": 2,
                                     "queue_depth": 4, "tile_beats_log2": 2, "compute_queue_depth": 4,
-                                    "level_width": 5, "wait_width": 16, "trigger_depth": 8, "power_up_seed": 21})
+                                    "level_width": 5, "wait_width": 16, "trigger_depth": 8, "power_up_seed": 21,
+                                    "dram_ready": True})
         s = self.component
         self.codec = DescriptorCodec(s.table)
         self.arm_p = FastPacker(s.tracker.arm_layout)
@@ -79,6 +86,7 @@ class SliceTrace(TraceBench):
         draw = iter(beats).__next__
         src = stim.sources
         mode, thr, lim = stim.control("mode"), stim.control("threshold"), stim.control("starvation_limit")
+        memory = stim.control("dram_ready")
         depth = s.tracker.trigger_depth
         queue_margin = p["compute_queue_depth"] + 1
         for seg in segments:
@@ -87,6 +95,7 @@ class SliceTrace(TraceBench):
             mode[seg.start:seg.end] = seg.index % 2
             thr[seg.start:seg.end] = rng.randint(0, 2 ** p["level_width"] - 1)
             lim[seg.start:seg.end] = rng.choice((0, 4, 64))
+            memory[seg.start:seg.end] = self._memory_ready(gen, seg.end - seg.start, seg.index % 3)
             sm = seg.source_mode
             last_program = None
             for cmd in range(p["commands"] - 1):
@@ -155,6 +164,19 @@ class SliceTrace(TraceBench):
                 waiting = still
         return stim, []
 
+    @staticmethod
+    def _memory_ready(gen: np.random.Generator, cycles: int, kind: int) -> np.ndarray:
+        """A segment's ``dram_ready``: always high (0), high in 70% of cycles (1), or runs of
+        1-16 low cycles starting in 5% of cycles (2)."""
+        if kind == 0:
+            return np.ones(cycles, dtype=np.uint64)
+        if kind == 1:
+            return (gen.random(cycles) < 0.7).astype(np.uint64)
+        ready = np.ones(cycles, dtype=np.uint64)
+        for start in np.flatnonzero(gen.random(cycles) < 0.05):
+            ready[start:start + int(gen.integers(1, 17))] = 0
+        return ready
+
     def _packet(self, tile: int, k: int, data: int, *, op: int = 1) -> int:
         return self.packet_p.pack({"dst_port": 0, "dst_addr": tile * self.tile_beats + k % self.tile_beats,
                                    "op": op, "last": 0, "data": data})
@@ -177,6 +199,8 @@ class SliceTrace(TraceBench):
         rd_v, rd_p = col("gemm_read_data__valid"), col("gemm_read_data__payload")
         nt_v, nt_p = col("notify__valid"), col("notify__payload")
         mode, thr, lim, st = col("mode"), col("threshold"), col("starvation_limit"), col("status")
+        memory, dr_v, dr_p = col("dram_ready"), col("dram_request__valid"), col("dram_request__payload")
+        request_p = FastPacker(s.dram_request_layout)
         cover = trace.coverage.counts
         gemm_p, arm_p = self.gemm_p, self.arm_p
         data_off = dict((n, o) for n, o, _ in packet.fields)["data"]
@@ -210,8 +234,16 @@ class SliceTrace(TraceBench):
                 ingress=packet.unpack(payload["ingress"][c]) if valid["ingress"][c] else None,
                 arm=arm_p.unpack(payload["arm"][c]) if valid["arm"][c] else None,
                 program=self.codec.decode(payload["program"][c]) if valid["program"][c] else None,
-                egress_ready=eg_r[c], threshold=thr[c], starvation_limit=lim[c], mode=mode[c])
+                egress_ready=eg_r[c], threshold=thr[c], starvation_limit=lim[c], mode=mode[c],
+                dram_ready=memory[c])
+            held_before = model.held
             out = model.cycle(inp)
+            trace.check(c, "dram_request.valid", dr_v[c], int(out.dram_request is not None))
+            if out.dram_request is not None:
+                trace.check(c, "dram_request.payload", dr_p[c], request_p.pack(out.dram_request))
+                if not memory[c] and (held_before is None or out.issued is not None):
+                    cover["offer held by the memory beyond"] += 1
+                    cover["read held by the memory beyond"] += out.dram_request["write"] == 0
             trace.compare(c, names,
                           (ready["gemm"][c], ready["gemm_read"][c], ready["gemm_remote"][c], ready["ingress"][c],
                            ready["arm"][c], ready["program"][c], rd_v[c], eg_v[c], nt_v[c]),
@@ -271,7 +303,7 @@ class SliceTrace(TraceBench):
                 cover["tile forwarded by its DMA"] += 1
                 commands_done = model.engine.status["commands"]
         trace.checked_cycles = checked
-        trace.stream_fields(names + ("status",))
+        trace.stream_fields(names + ("status", "dram_request.valid", "dram_request.payload"))
         return {"notifies": cover["tile notified"], "forwarded": cover["tile forwarded by its DMA"]}
 
     def _same_lanes(self, got: int, expected: int) -> bool:
