@@ -140,3 +140,19 @@ def test_cache_round_trip_and_version_check(tmp_path, monkeypatch):
     monkeypatch.setattr(dram_queue, "_STORE", {})
     assert load_cache(path) == 0 and not dram_queue._STORE
     assert load_cache(tmp_path / "missing.pkl") == 0
+
+
+def test_a_cache_is_tagged_with_the_code_that_ran_not_the_files_edited_since(tmp_path, monkeypatch):
+    """A study that ran while its source was edited stored old results under the new code's
+    tag (the peers' FlashOverlap fix was read back as its old figures): the tag is fixed
+    when the code is imported."""
+    from system_model.engine.sim_store import SimStore
+    from system_model.schemes import cache
+    source = tmp_path / "model.py"
+    source.write_text("rate = 1\n")
+    store = SimStore("waves.pkl", (source,))
+    store.data["wave"] = 1.0
+    source.write_text("rate = 2\n")                     # edited while the run goes on
+    store.save(tmp_path / "waves.pkl")
+    assert SimStore("waves.pkl", (source,)).load(tmp_path / "waves.pkl") == 0
+    assert cache._VERSION == cache._version()           # the package's own tag, as imported

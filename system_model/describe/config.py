@@ -54,7 +54,8 @@ class PeerConfig:
         A dependent kernel or copy launched on another stream: the host-side launch and the
         stream-event wait before it starts (async-TP pays one per chunk matmul and copy).
     groups_per_gemm : int
-        FlashOverlap's tile groups per GEMM (each signalled and sent on its own).
+        The most groups of whole waves FlashOverlap's search tries (each group signalled and
+        reduce-scattered on its own); it keeps the fastest of 1 to this many.
     nccl_sms : int
         SMs NCCL's kernel holds while it overlaps the GEMM (FlashOverlap).
     """

@@ -40,12 +40,18 @@ class SimStore:
         self.path = cache_path(filename)
         self.sources = sources
         self.data: dict = {}
+        # The code as this process imported it: a save at the end of a long run tags its
+        # results with the source that computed them, not with files edited meanwhile.
+        self._version = self._hash()
 
-    def version(self) -> str:
+    def _hash(self) -> str:
         digest = hashlib.sha256()
         for path in self.sources:
             digest.update(path.read_bytes())
         return digest.hexdigest()[:16]
+
+    def version(self) -> str:
+        return self._version
 
     def _read(self, path: Path) -> dict:
         try:

@@ -36,6 +36,12 @@ def _version() -> str:
     return digest.hexdigest()[:16]
 
 
+#: The code's version as this process imported it: results computed by this process are tagged
+#: with the source it runs, not with files edited on disk while it ran (a save at the end of a
+#: long study would otherwise label old results as the new code's).
+_VERSION = _version()
+
+
 def key(cfg, shape, tp: int, collective: str, scheme: str) -> tuple:
     return (repr(cfg), shape.m, shape.n, shape.k, tp, collective, scheme)
 
@@ -60,7 +66,7 @@ def load(path: Path | None = CACHE_FILE) -> int:
         version, results = pickle.loads(path.read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
         return 0
-    if version != _version():
+    if version != _VERSION:
         return 0
     for k, v in results.items():
         _RESULTS.setdefault(k, v)
@@ -74,7 +80,7 @@ def save(path: Path | None = CACHE_FILE) -> int:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")       # parallel workers each write their own
-        tmp.write_bytes(pickle.dumps((_version(), dict(_RESULTS)), protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps((_VERSION, dict(_RESULTS)), protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)
     except OSError:
         return 0

@@ -16,9 +16,10 @@ reduce-scatter, in every scheme but NVLS (whose all-reduce is one collective).
   gap), each chunk pushed to its owner by the copy engine, one peer at a time, while the
   next computes; a reduction kernel over the received chunks at the end.
 * ``flashoverlap``: FlashOverlap (Hong et al. 2025, arXiv 2504.19519): one GEMM on the SMs
-  NCCL leaves, its tiles in ``groups_per_gemm`` groups; a counter per group signals a
+  NCCL leaves, its waves in groups of whole waves; a counter per group signals a
   communication stream that runs NCCL's reduce-scatter of the group (on NCCL's SMs, at
-  their channels' rate); the result is put back in row order after.
+  their channels' rate); the result is put back in row order after. Its search keeps the
+  fastest of 1 to ``groups_per_gemm`` groups (one group: no overlap, the GEMM on every SM).
 * ``dma_collective``: copy/DMA-engine collectives (ConCCL: Agrawal et al. 2024, arXiv
   2412.14335): one staged GEMM on every CU; each stage's slices copied to their owners by
   the DMA engines when the stage's flag is seen; the CUs sum the arrivals after the GEMM.
@@ -30,14 +31,16 @@ reduce-scatter, in every scheme but NVLS (whose all-reduce is one collective).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..describe.models import GemmShape
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, na, traffic
+from .paper import sequential
 
-__all__ = ["flux", "async_tp", "flashoverlap", "dma_collective", "dma_nmc", "nvls", "direct_na"]
+__all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "direct_na"]
 
 
 def direct_na(sub: Sublayer, scheme: str, what: str = "remote stores and pulls") -> SchemeResult | None:
@@ -192,20 +195,51 @@ def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int], start_
     return engine, state
 
 
+def wave_groups(tiles: int, cus: int, groups: int) -> list[int]:
+    """Tiles per group when ``tiles`` run in waves of ``cus`` and the waves are split into
+    ``groups`` runs of whole waves, as even as possible, the longer runs last (FlashOverlap
+    signals a group when its last wave ends: a group of part of a wave would wait for the
+    rest of that wave anyway)."""
+    waves = math.ceil(tiles / cus)
+    if not 1 <= groups <= waves:
+        raise ValueError(f"groups must be between 1 and the GEMM's {waves} waves, not {groups}")
+    runs = [waves // groups + (1 if g >= groups - waves % groups else 0) for g in range(groups)]
+    sizes, done = [], 0
+    for w in runs:
+        sizes.append(min(w * cus, tiles - done))
+        done += sizes[-1]
+    return sizes
+
+
 def flashoverlap(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """FlashOverlap as its search leaves it: the best of 1 to ``groups_per_gemm`` groups of
+    whole waves (its ``tune/search.py`` tries partitions of the GEMM's waves and keeps the
+    fastest; one group is the GEMM on every SM, then the library's collective)."""
     k = sub.cfg.peer.nccl_sms
     if k >= sub.gpu.cus:
         return na("flashoverlap", f"NCCL's {k} SMs leave none for the GEMM")
-    tiles_m = math.ceil(sub.shape.m / sub.kernel.tile_m)
-    groups = min(sub.cfg.peer.groups_per_gemm, tiles_m)
-    gemm = sub.gemm(stages=groups, cus=sub.gpu.cus - k)
+    alone = sequential(sub, record=record)
+    best = replace(alone, scheme="flashoverlap", slowdowns={"gemm": 1.0})
+    gemm = sub.gemm(cus=sub.gpu.cus - k)
+    for groups in range(2, min(sub.cfg.peer.groups_per_gemm, gemm.waves) + 1):
+        r = _flashoverlap_groups(sub, gemm, wave_groups(gemm.tiles, gemm.cus, groups), record=record)
+        if r.time_s < best.time_s:
+            best = r
+    return best
+
+
+def _flashoverlap_groups(sub: Sublayer, gemm, groups: list[int], *, record: bool) -> SchemeResult:
+    """The GEMM on the SMs NCCL leaves, each group of tiles reduce-scattered by NCCL (its
+    SMs' channels) once its last wave ends, one group after another."""
     from .context import start_collective
+    k = sub.cfg.peer.nccl_sms
+    tile_bytes = gemm.output_bytes / gemm.tiles
 
     def send(e: Engine, s: int, on_end) -> None:
-        p = sub.plan("reduce_scatter", gemm.stage_bytes[s], channels=k)
-        e.after(sub.signal_s, lambda e2: start_collective(e2, sub, p, name=f"RS group {s + 1}", on_end=on_end))
-    engine, state = _staged_sends(sub, "flashoverlap", gemm=gemm, groups=list(gemm.stage_tiles), start_send=send,
-                                  record=record)
+        p = sub.plan("reduce_scatter", groups[s] * tile_bytes, channels=k)
+        e.after(sub.signal_s, lambda e2: start_collective(e2, sub, p, name=f"RS group {s + 1}/{len(groups)}",
+                                                          on_end=on_end))
+    engine, state = _staged_sends(sub, "flashoverlap", gemm=gemm, groups=groups, start_send=send, record=record)
     # The reduce-scatter's result of each group lies in group order: put back in row order.
     reorder_s = sub.launch_s + 2 * sub.chunk / sub.gpu.dram_bytes_per_s
     end = max(state["gemm"], state["sent"]) + reorder_s

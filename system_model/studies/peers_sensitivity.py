@@ -26,7 +26,8 @@ SAMPLE_TPS = (8, 16)
 PEER_ASSUMPTIONS = (
     ("launch_gap_us", "peer", "assumed: a kernel or copy launched on another stream after an event wait "
                               "(async-TP pays one per chunk matmul and copy)"),
-    ("groups_per_gemm", "peer", "assumed: FlashOverlap tunes its tile groups per shape; 8 signalled groups"),
+    ("groups_per_gemm", "peer", "FlashOverlap's tune/search.py keeps the fastest partition of the GEMM's waves "
+                                "into groups; the model tries 1 to 8 even groups of whole waves"),
     ("nccl_sms", "peer", "NCCL's default ring channels on NVLink (16); FlashOverlap's tuner assumes 2"),
     ("link_latency_ns", "fabric", "assumed 1 us; DeepSeek (ISCA'25, Table 5) measures 3.33 us on H800 NVLink, "
                                   "method not stated"),
