@@ -31,7 +31,7 @@ from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import Plan, plan
 from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, wave_cap_per_s
 
-__all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "COLLECTIVES"]
+__all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "direct_na", "COLLECTIVES"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter")
 
@@ -89,6 +89,18 @@ class SchemeResult:
 
 def na(scheme: str, reason: str) -> SchemeResult:
     return SchemeResult(scheme, None, reason=reason)
+
+
+def direct_na(sub: Sublayer, scheme: str, what: str = "remote stores and pulls") -> SchemeResult | None:
+    """Why a direct scheme (remote stores, pulls or updates to every peer) does not apply:
+    on a ring, or beyond the switch or fully connected domain; None where it applies."""
+    if sub.fabric.topology == "ring":
+        return na(scheme, "a ring reaches only its two neighbours directly")
+    if not sub.in_domain:
+        kind = "switch" if sub.fabric.topology == "switch" else "fully connected"
+        return na(scheme, f"TP {sub.tp} spans more than the {sub.fabric.domain_gpus}-GPU {kind} domain "
+                          f"({what} reach the domain only)")
+    return None
 
 
 def traffic(gemm_reads, gemm_writes, rs=(0.0, 0.0), ag=(0.0, 0.0)) -> dict[str, float]:

@@ -37,20 +37,10 @@ from ..describe.models import GemmShape
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.gemm import wave_stage_bytes
-from .context import GemmRun, SchemeResult, Sublayer, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .paper import sequential
 
-__all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "direct_na"]
-
-
-def direct_na(sub: Sublayer, scheme: str, what: str = "remote stores and pulls") -> SchemeResult | None:
-    if sub.fabric.topology == "ring":
-        return na(scheme, "a ring reaches only its two neighbours directly")
-    if not sub.in_domain:
-        kind = "switch" if sub.fabric.topology == "switch" else "fully connected"
-        return na(scheme, f"TP {sub.tp} spans more than the {sub.fabric.domain_gpus}-GPU {kind} domain "
-                          f"({what} reach the domain only)")
-    return None
+__all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls"]
 
 
 def _reduce_kernel(engine: Engine, sub: Sublayer, chunks: int, on_end, name: str = "reduction") -> None:

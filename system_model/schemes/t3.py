@@ -30,7 +30,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
 from ..kernels.gemm import wave_stage_bytes
-from .context import GemmRun, SchemeResult, Sublayer, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 
 __all__ = ["t3_ring", "hardware_rs_s", "hardware_rs_on_timeline", "t3_direct", "ideal_rs_nmc"]
 
@@ -371,7 +371,6 @@ def t3_direct(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     The epilogue's stores leave through a wave's worth of output buffer, as T3's stage 1."""
     if not sub.cfg.t3_blocks:
         return na("t3_direct", "no tracker or near-memory reducer on this GPU")
-    from .peers import direct_na
     if (n := direct_na(sub, "t3_direct", "remote near-memory updates")) is not None:
         return n
     gemm = sub.gemm(stages=sub.tp, stores_cached=False)
