@@ -43,6 +43,9 @@ from tb.trace.check import Coverage, Trace, check_stream_protocol
 from tb.trace.harness import Ports, run_harness, trace_simulator
 from tb.trace.stimulus import Stimulus
 
+from .row_bank import RowBank
+from .row_ring import TOP as ROW_TOP
+from .row_ring import row_ring_verilog
 from .scenarios import Scenario
 from .schedule import make_schedules
 
@@ -56,7 +59,9 @@ def harness_cycles(scenario: Scenario, launch: int) -> int:
     sysm, g = scenario.system, scenario.gemm
     tiles = g.tiles(sysm.gpus)
     waves = -(-tiles // g.tiles_per_wave)
-    wave = g.compute_cycles_per_tile + g.tiles_per_wave * (g.read_beats_per_tile + sysm.tile_beats) + 64
+    # Behind a DRAM-like memory every access may wait for its row.
+    per_access = 1 + (sysm.rows.miss_cycles if sysm.rows is not None else 0)
+    wave = g.compute_cycles_per_tile + g.tiles_per_wave * (g.read_beats_per_tile + sysm.tile_beats) * per_access + 64
     link = (sysm.gpus - 1) * (g.tiles_per_stage * sysm.tile_beats * sysm.link_cycles_per_beat + 4 * sysm.link_latency)
     return 1 << (launch + waves * wave + link).bit_length()
 MCA, ROUND_ROBIN = 0, 1
@@ -64,6 +69,11 @@ MCA, ROUND_ROBIN = 0, 1
 
 def replay_line(scenario: Scenario, schedule: str, seed: int) -> str:
     """The command that repeats one run."""
+    rows = scenario.system.rows
+    if rows is not None:
+        return (f"replay: python -m tb.gemm_ring.row_ring --size {scenario.size} --only {scenario.name} "
+                f"--gpus {scenario.system.gpus} --schedule {schedule} --seed {seed} --banks {rows.banks} "
+                f"--row-beats {rows.row_beats} --miss-cycles {rows.miss_cycles}")
     return (f"replay: python -m system_model crosscheck --rtl --size {scenario.size} --only {scenario.name} "
             f"--gpus {scenario.system.gpus} --schedule {schedule} --seed {seed}")
 
@@ -73,6 +83,9 @@ def _launch_cycle(scenario: Scenario, params: dict, tiles: int) -> int:
     n = scenario.system.gpus
     arms = n * tiles + params["entries"]
     zeroing = n * tiles * scenario.system.tile_beats
+    rows = scenario.system.rows
+    if rows is not None:   # the zeroing's rows open one after another (twice over, for the arms' reads between)
+        zeroing += 2 * (zeroing // rows.row_beats + 1) * rows.miss_cycles
     return max(arms, zeroing, n * tiles) + 64
 
 
@@ -90,8 +103,11 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
     simulator = simulator or trace_simulator()
     replay = replay_line(scenario, schedule, seed)
     started = time.perf_counter()
-    verilog = to_verilog("gemm_ring", simulation=True, **params)
-    ports = Ports(verilog, "gemm_ring")
+    if sysm.rows is None:
+        verilog, top = to_verilog("gemm_ring", simulation=True, **params), "gemm_ring"
+    else:
+        verilog, top = row_ring_verilog(timing=sysm.rows, **params), ROW_TOP
+    ports = Ports(verilog, top)
     plan, schedules = make_schedules(np.random.default_rng(seed), schedule="t3" if schedule != "sequential"
                                      else "sequential", gpus=n, tiles=S, beats=B, lanes=s.nmc.lanes,
                                      fmt=s.nmc.format.name, notify_cmd=s.notify_cmd, entries=params["entries"],
@@ -126,11 +142,12 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
             src["remote"].add(packet_p.pack(write))
         for k, addr in enumerate(sch.readback):
             src["host_read"].add(addr, after=(f"notify__{g}", S - 1) if k == 0 else None)
-    folder = REPO_ROOT / "sim_build" / "gemm_ring" / f"n{n}_cpb{sysm.link_cycles_per_beat}_t{S}_c{cycles}"
+    rows = "" if sysm.rows is None else f"_rows{sysm.rows.banks}x{sysm.rows.row_beats}m{sysm.rows.miss_cycles}"
+    folder = REPO_ROOT / "sim_build" / "gemm_ring" / f"n{n}_cpb{sysm.link_cycles_per_beat}_t{S}_c{cycles}{rows}"
     record, layout = run_harness(folder, verilog, ports, stim, [], simulator=simulator,
                                  run_name=f"{scenario.name}_{schedule}")
     sim_s = time.perf_counter() - started
-    trace = Trace("gemm_ring", record, layout, replay=replay, coverage=Coverage("gemm_ring", ()))
+    trace = Trace(top, record, layout, replay=replay, coverage=Coverage(top, ()))
     check_stream_protocol(trace, ports)
     check_plan(trace, ports, stim)
     check_junk(trace, ports)
@@ -217,8 +234,16 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
             "operand_wait_cycles": final_gemm["operand_wait_cycles"],
             "store_wait_cycles": final_gemm["store_wait_cycles"],
         })
+        if scenario.system.rows is not None:
+            row_p = FastPacker(RowBank(addr_width=s.nmc.addr_width, timing=scenario.system.rows).status_layout)
+            rows = trace.col(f"row_status__{g}")
+            at_end, at_launch = row_p.unpack(rows[last_notify[-1]]), row_p.unpack(rows[t0])
+            per_gpu[-1].update({k: at_end[k] - at_launch[k] for k in ("misses", "wait_cycles")})
     total = max(last_notify) - t0 + 1
-    return {
+    rows = {} if scenario.system.rows is None else {
+        "row_misses": max(p["misses"] for p in per_gpu),
+        "row_wait_cycles": max(p["wait_cycles"] for p in per_gpu)}
+    return {**rows,
         "launch_cycle": t0,
         "total_cycles": total,
         "gemm_cycles": max(gemm_done) - t0 + 1,

@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 
 from rtl.params import check_int
 
+from .row_bank import RowTiming
+
 __all__ = ["MicroGemm", "MicroSystem", "Scenario", "scenarios", "SCHEDULES"]
 
 #: What the RTL runs for every scenario: T3 under both arbiter modes, and the sequential
@@ -72,6 +74,9 @@ class MicroSystem:
     compute_queue_depth: int = 8
     starvation_limit: int = 64
     threshold: int = 4
+    #: The memory behind every slice: None, the block RAM's fixed latency; a
+    #: :class:`~.row_bank.RowTiming`, a DRAM-like memory with banks and rows that paces the grants.
+    rows: RowTiming | None = None
 
     def __post_init__(self):
         check_int("gpus", self.gpus, 2, 16)
@@ -82,6 +87,8 @@ class MicroSystem:
         check_int("compute_queue_depth", self.compute_queue_depth, 2, 31)
         check_int("starvation_limit", self.starvation_limit, 0, (1 << 16) - 1)
         check_int("threshold", self.threshold, 0, 31)
+        if self.rows is not None and not isinstance(self.rows, RowTiming):
+            raise TypeError(f"rows must be a RowTiming or None, not {self.rows!r}")
 
     @property
     def tile_beats(self) -> int:
