@@ -236,6 +236,36 @@ def _figure(value, unit: str, params: dict, how: str) -> dict:
     return {"value": value, "unit": unit, "params": params, "measured_by": how}
 
 
+def ring_figures() -> dict:
+    """The ring's figures (a 4-GPU ring's trace run and its cocotb bench): the reducer's rate on
+    each GPU's real stream of bank writes, and the reduce-scatter against the sum of its parts.
+    ``make test`` measures them afresh (``tests/test_characterize.py``)."""
+    figures = {}
+    reducer = NearMemoryReducer()
+    reducer_params = {"format": "binary16", "beat_width": 64, "adder_latency": reducer.adder_latency}
+    streams, where = ring_bank_streams()
+    rates = [reducer_throughput([a for a, _ in st], [op for _, op in st]) for st in streams]
+    figures["reducer_requests_per_cycle_ring_stream"] = _figure(
+        round(min(rates), 4), "requests/cycle", {**reducer_params, **where},
+        "Amaranth sim: each GPU's bank writes of the 4-GPU ring trace run (local stores and remote "
+        "updates as the protocol interleaves them), offered back to back; the slowest GPU")
+    ring = ring_cycles("n4")
+    p = ring["params"]
+    gpus, beats, tiles = p["gpus"], 1 << p["tile_beats_log2"], 4
+    chunk = tiles * beats
+    # Sum of the parts if nothing overlapped: every GEMM write, then N - 1 hops of trigger
+    # + DMA + link latency + a chunk at the link's rate (1 beat / 2 cycles).
+    from rtl.ring import T3Ring
+    ring_rtl = T3Ring(**p)
+    hop = ring_rtl.slices[0].update_to_egress_latency + ring_rtl.links[0].latency
+    parts = gpus * chunk + (gpus - 1) * (hop + chunk * ring_rtl.links[0].cycles_per_beat)
+    figures["ring_reduce_scatter_cycles"] = _figure(ring["rs_cycles"], "cycles", p,
+                                                    "cocotb ring bench on Icarus, full-rate GEMM writes")
+    figures["ring_sum_of_parts_cycles"] = _figure(parts, "cycles", p,
+                                                  "GEMM writes + (N-1) x (trigger + DMA + link + chunk)")
+    return figures
+
+
 def characterize(*, with_ring: bool = True) -> dict:
     started = time.perf_counter()
     figures = {}
@@ -274,26 +304,7 @@ def characterize(*, with_ring: bool = True) -> dict:
             figures[key + "_compute_share"] = _figure(share, "grants/cycle", params, "Amaranth sim")
             figures[key + "_worst_comm_wait"] = _figure(worst, "cycles", params, "Amaranth sim")
     if with_ring:
-        streams, where = ring_bank_streams()
-        rates = [reducer_throughput([a for a, _ in st], [op for _, op in st]) for st in streams]
-        figures["reducer_requests_per_cycle_ring_stream"] = _figure(
-            round(min(rates), 4), "requests/cycle", {**reducer_params, **where},
-            "Amaranth sim: each GPU's bank writes of the 4-GPU ring trace run (local stores and remote "
-            "updates as the protocol interleaves them), offered back to back; the slowest GPU")
-        ring = ring_cycles("n4")
-        p = ring["params"]
-        gpus, beats, tiles = p["gpus"], 1 << p["tile_beats_log2"], 4
-        chunk = tiles * beats
-        # Sum of the parts if nothing overlapped: every GEMM write, then N - 1 hops of trigger
-        # + DMA + link latency + a chunk at the link's rate (1 beat / 2 cycles).
-        from rtl.ring import T3Ring
-        ring_rtl = T3Ring(**p)
-        hop = ring_rtl.slices[0].update_to_egress_latency + ring_rtl.links[0].latency
-        parts = gpus * chunk + (gpus - 1) * (hop + chunk * ring_rtl.links[0].cycles_per_beat)
-        figures["ring_reduce_scatter_cycles"] = _figure(ring["rs_cycles"], "cycles", p,
-                                                        "cocotb ring bench on Icarus, full-rate GEMM writes")
-        figures["ring_sum_of_parts_cycles"] = _figure(parts, "cycles", p,
-                                                      "GEMM writes + (N-1) x (trigger + DMA + link + chunk)")
+        figures.update(ring_figures())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=REPO).stdout.strip() or "unknown"
     return {"commit": commit, "seconds": round(time.perf_counter() - started, 2), "figures": figures}

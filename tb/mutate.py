@@ -292,6 +292,21 @@ MUTANTS: tuple[Mutant, ...] = (
         "tracker.py", "s1_armed.eq(armed_then(s1) | s1_same_arm),",
         "s1_armed.eq(armed_then(s1) | p_valid),",
         "a same-cycle arm of any tile makes an update count as armed"), TRACE_TRACKER),
+    # -- rare corners with more than one witness (issue #28: found first by hypothesis runs) --
+    Mutant("tracker-zero-threshold-arms-update", "tracker", Patch(
+        "tracker.py", "s1_same_arm.eq(arm_take & (arm.tile == upd.tile)),",
+        "s1_same_arm.eq(arm_fire & (arm.tile == upd.tile)),",
+        "an update in the cycle of a zero-threshold arm of its unarmed tile counts as armed by it"), TRACE_TRACKER),
+    Mutant("reducer-forward-previous-unqualified", "nmc", Patch(
+        "nmc.py", "same_as_previous = valid_at[L + 3] & (addr_at[L + 3] == addr_at[1])",
+        "same_as_previous = addr_at[L + 3] == addr_at[1]",
+        "forwarding from the write-back two cycles before is not qualified by its valid: an idle slot's "
+        "stale result replaces the bank's word"), TRACE_REDUCER),
+    Mutant("reducer-forward-compare-drops-msb", "nmc", Patch(
+        "nmc.py", "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
+        "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1][:-1] == addr_at[1][:-1])),",
+        "the write-back forwarding compare drops the address MSB: a word half the bank away takes "
+        "another word's result"), TRACE_REDUCER),
     Mutant("tracker-trigger-fifo-one-short", "tracker", Patch(
         "tracker.py", "return Mux(pointer == depth - 1, 0, pointer + 1)",
         "return Mux(pointer == depth - 2, 0, pointer + 1)",
@@ -343,6 +358,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "remote_credit.eq(remote_credit - remote_used + Mux(release, wave_remote << beats, 0)),",
         "remote_credit.eq(remote_credit - remote_used + Mux(release, (wave_tiles - wave_remote) << beats, 0)),",
         "stage-1 tiles' credits computed as the local tiles'"), GEMM_SOURCE),
+    Mutant("gemm-source-step-counter-narrow", "gemm_source", Patch(
+        "gemm_source.py", "step = Signal(8)", "step = Signal(5)",
+        "the k-step counter is 5 bits for the 8-bit read_beats_per_tile: a tile of 33 k-steps or more never ends"),
+        GEMM_SOURCE),
+    Mutant("gemm-source-cycle-counter-narrow", "gemm_source", Patch(
+        "gemm_source.py", "left = Signal(12)", "left = Signal(9)",
+        "the k-step's cycle counter is 9 bits for the 12-bit step_cycles: a k-step computes step_cycles mod 512 "
+        "cycles"), GEMM_SOURCE),
 )
 
 

@@ -43,11 +43,30 @@ def test_measurements_match_documented_properties(measured):
     assert measured["reducer_write_latency"]["value"] == reducer.write_latency
 
 
-def test_reducer_keeps_up_with_the_rings_real_stream():
-    """The issue's bar, on the committed measurement (make characterize): each GPU's bank
-    writes of a ring run, replayed back to back, flow at 0.98 requests per cycle or more."""
+@pytest.fixture(scope="module")
+def ring_measured():
+    """The ring's figures measured now (a 40,000-cycle ring trace run, the reducer on its
+    streams, the cocotb ring bench): about half a minute."""
+    return ch.ring_figures()
+
+
+def test_reducer_keeps_up_with_the_rings_real_stream(ring_measured):
+    """Each GPU's bank writes of a ring run, replayed back to back into the reducer, flow at
+    0.98 requests per cycle or more (measured in this run, not read from a file)."""
+    assert ring_measured["reducer_requests_per_cycle_ring_stream"]["value"] >= 0.98
+
+
+def test_ring_overlaps_its_parts(ring_measured):
+    """The ring's reduce-scatter takes fewer cycles than its parts back to back."""
+    assert ring_measured["ring_reduce_scatter_cycles"]["value"] < ring_measured["ring_sum_of_parts_cycles"]["value"]
+
+
+def test_committed_ring_figures_match(ring_measured):
+    """``sim_results/rtl_timing.json`` (make characterize) holds what the ring measures now."""
     reference = json.loads(REFERENCE.read_text())["figures"]
-    assert reference["reducer_requests_per_cycle_ring_stream"]["value"] >= 0.98
+    for name, figure in ring_measured.items():
+        assert reference[name]["value"] == pytest.approx(figure["value"]), name
+        assert reference[name]["params"] == figure["params"], name
 
 
 def test_arbiter_measurements(measured):
@@ -67,9 +86,6 @@ def test_committed_reference_matches(measured):
     for name, figure in measured.items():
         assert reference["figures"][name]["value"] == pytest.approx(figure["value"]), name
         assert reference["figures"][name]["unit"] == figure["unit"]
-    ring = reference["figures"]
-    # The ring overlaps its parts: fewer cycles than running them back to back.
-    assert ring["ring_reduce_scatter_cycles"]["value"] < ring["ring_sum_of_parts_cycles"]["value"]
 
 
 def test_system_model_reads_the_reference():

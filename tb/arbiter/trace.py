@@ -3,7 +3,8 @@
 Stimulus: segments between mid-run resets, one cell of the idle / back-pressure matrix each
 (both requesters share the source mode, ``grant.ready`` takes the sink mode). Each segment
 also fixes the configuration: mode (MCA or round robin, alternating), occupancy threshold
-and starvation limit (0, 1, small, or more than the run can wait). The DRAM queue's
+(either end of its range a quarter of the time each) and starvation limit (0, 1, small,
+larger, or the largest). The DRAM queue's
 occupancy ``queue_level`` is a random walk across the whole range, so the MCA decision
 sees every band: empty, below the threshold, at it and above, full.
 
@@ -21,6 +22,7 @@ import numpy as np
 from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
+from tb.trace.ranges import FieldRange, cover_ranges, draw, range_bins
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 
 __all__ = ["ArbiterTrace"]
@@ -38,10 +40,18 @@ class ArbiterTrace(TraceBench):
         "grant back-pressured", "both requesters valid", "comm wait saturates", "reset with comm waiting",
     )
 
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        """The configuration and queue level, over their ports' whole widths."""
+        level_max, wait_max = (1 << self.params["level_width"]) - 1, (1 << self.params["wait_width"]) - 1
+        return (FieldRange("threshold", 0, level_max), FieldRange("starvation_limit", 0, wait_max),
+                FieldRange("queue_level", 0, level_max))
+
     relaxed_streams = {"grant": "the arbiter re-decides its offer every cycle (rtl/arbiter.py policy)"}
 
     def __init__(self, params: dict | None = None):
         super().__init__(params or {"payload_shape": 16, "level_width": 4, "wait_width": 6})
+        self.bins = self.bins + range_bins(self.ranges)
 
     def stimulus(self, rng: random.Random, cycles: int):
         stim = Stimulus(cycles, ["compute", "comm"])
@@ -57,8 +67,8 @@ class ArbiterTrace(TraceBench):
                 stim.begin_segment()
             n = seg.length
             mode[seg.start:seg.end] = MCA if seg.index % 2 == 0 else ROUND_ROBIN
-            threshold[seg.start:seg.end] = rng.randint(0, level_max)
-            limit[seg.start:seg.end] = rng.choice((0, 1, rng.randint(2, 12), rng.randint(13, wait_max), wait_max + 5))
+            threshold[seg.start:seg.end] = draw(rng, 0, level_max)
+            limit[seg.start:seg.end] = rng.choice((0, 1, rng.randint(2, 12), rng.randint(13, wait_max), wait_max))
             steps = gen.choice(np.array([-1, 0, 1]), size=n)
             walk = np.clip(np.cumsum(steps) + rng.randint(0, level_max), 0, level_max)
             # Reflect instead of sticking at the ends for long.
@@ -85,6 +95,7 @@ class ArbiterTrace(TraceBench):
         cover = trace.coverage.counts
         level_max = (1 << self.params["level_width"]) - 1
         wait_width = self.params["wait_width"]
+        ranges = self.ranges
         model = None
         names = ("grant.valid", "compute.ready", "comm.ready")
         checked = 0
@@ -112,6 +123,7 @@ class ArbiterTrace(TraceBench):
                 cover[f"{'MCA' if m == MCA else 'round robin'} grant, queue {band}"] += 1
                 if not ready:
                     cover["grant back-pressured"] += 1
+                cover_ranges(cover, ranges, {"threshold": threshold, "starvation_limit": limit, "queue_level": level})
                 if m == MCA and winner == COMM:
                     if model.wait >= limit:
                         cover["MCA: starvation limit reached"] += cv[c]

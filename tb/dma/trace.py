@@ -24,6 +24,7 @@ from tb.dma.model import DmaPathModel
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
 from tb.trace.harness import ReadPortResponder
+from tb.trace.ranges import FieldRange, cover_ranges, draw, range_bins
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 
 __all__ = ["DmaPathTrace", "DescriptorCodec", "EgressChecker", "memory_responder"]
@@ -44,13 +45,14 @@ class DescriptorCodec:
 
 
 def random_descriptor(rng: random.Random, codec_fields: dict) -> dict:
-    """A valid descriptor: 1 beat, the most beats, or in between; any address (they wrap)."""
+    """A valid descriptor: 1 beat, the most beats, or in between; any address (they wrap),
+    either end of the address range and of the port field a quarter of the time each."""
     max_beats = codec_fields["max_beats"]
     r = rng.random()
     beats = 1 if r < 0.15 else max_beats if r < 0.3 else rng.randint(1, max_beats)
-    return {"src_addr": rng.getrandbits(codec_fields["addr_width"]),
-            "dst_addr": rng.getrandbits(codec_fields["addr_width"]),
-            "beats": beats, "dst_port": rng.getrandbits(codec_fields["port_width"]), "op": rng.getrandbits(1)}
+    addr_max, port_max = (1 << codec_fields["addr_width"]) - 1, (1 << codec_fields["port_width"]) - 1
+    return {"src_addr": draw(rng, 0, addr_max), "dst_addr": draw(rng, 0, addr_max),
+            "beats": beats, "dst_port": draw(rng, 0, port_max), "op": rng.getrandbits(1)}
 
 
 def memory_responder(rng: random.Random, *, addr_width: int, data_width: int,
@@ -130,6 +132,19 @@ class DmaPathTrace(TraceBench):
         super().__init__(params or {"commands": 16, "tile_width": 4, "addr_width": 8, "data_width": 64,
                                     "max_beats": 16, "port_width": 2, "queue_depth": 2, "read_latency": 2})
         self.codec = DescriptorCodec(self.component.table)
+        self.bins = self.bins + range_bins(self.ranges)
+
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        """The program's and the trigger's fields (a descriptor's valid beats: 1 .. max_beats;
+        0 and more are the bad-descriptor error, a bin of their own)."""
+        p = self.params
+        addr_max = (1 << p["addr_width"]) - 1
+        return (FieldRange("program.index", 0, p["commands"] - 1), FieldRange("desc.src_addr", 0, addr_max),
+                FieldRange("desc.dst_addr", 0, addr_max), FieldRange("desc.beats", 1, p["max_beats"]),
+                FieldRange("desc.dst_port", 0, (1 << p["port_width"]) - 1), FieldRange("desc.op", 0, 1),
+                FieldRange("trigger.dma_cmd", 0, p["commands"] - 1),
+                FieldRange("trigger.tile", 0, (1 << p["tile_width"]) - 1))
 
     def stimulus(self, rng: random.Random, cycles: int):
         p = self.params
@@ -193,6 +208,7 @@ class DmaPathTrace(TraceBench):
         checked = 0
         errors = {"err_unprogrammed": 0, "err_bad_descriptor": 0}
         addr_mask = (1 << p["addr_width"]) - 1
+        ranges = self.ranges
         for c in range(trace.cycles):
             if rst[c]:
                 if model is not None and not model.idle():
@@ -219,12 +235,16 @@ class DmaPathTrace(TraceBench):
                 trigger = {"tile": t["tile"], "dma_cmd": t["dma_cmd"]}
                 if table_out.trigger_ready:
                     cover["trigger accepted"] += 1
+                    cover_ranges(cover, ranges, {"trigger.dma_cmd": t["dma_cmd"], "trigger.tile": t["tile"]})
                     if program and program["index"] == trigger["dma_cmd"]:
                         cover["program and trigger of one command in one cycle"] += 1
                 else:
                     cover["trigger held back: issue queue full"] += 1
             if program:
                 cover["program accepted"] += 1
+                if program["desc"]["beats"] <= p["max_beats"]:
+                    cover_ranges(cover, ranges, {"program.index": program["index"],
+                                                 **{f"desc.{k}": v for k, v in program["desc"].items()}})
             if engine_out.mem_en:
                 command = model.engine.current
                 if last_read is not None and last_read[0] is command and last_read[1] == addr_mask \

@@ -28,3 +28,19 @@ def test_bad_parameters(kwargs, message) -> None:
     params = {"gemm_layout": layout, "packet_layout": layout, "addr_width": 8, "data_width": 8, **kwargs}
     with pytest.raises(ValueError, match=message):
         GemmTrafficSource(**params)
+
+
+def test_stimulus_spans_every_setup_field() -> None:
+    """The trace's stated ranges are the setup fields' whole widths (a widened or narrowed field
+    changes what the stimulus must reach), and every field has its two end bins."""
+    from tb.gemm_source.trace import GemmSourceTrace, field_ranges
+
+    bench = GemmSourceTrace()
+    layout = bench.source.setup_layout
+    ranges = field_ranges(layout["tiles"].shape.width)
+    assert set(ranges) == {name for name, _ in layout}
+    for name, member in layout:
+        lo, hi = ranges[name]
+        assert hi == (1 << member.shape.width) - 1, name
+        assert lo == (0 if name == "remote_tiles" else 1), name
+        assert f"{name} at its minimum" in bench.bins and f"{name} at its maximum" in bench.bins

@@ -3,9 +3,15 @@
 Stimulus: segments between mid-run resets, one cell of the idle / back-pressure matrix
 each (the driver's ``store``, ``remote`` and ``host_read`` streams take the source mode;
 the slice's ``gemm``, ``gemm_remote`` and ``gemm_read`` take the sink mode). Each segment
-draws a GEMM (1-40 tiles, 1-8 per wave, 1-6 k-steps of 1-5 cycles, a buffer of at least
-a wave, some stage-1 tiles), and one segment in five an invalid one (a zero field or a
-buffer smaller than a wave). ``run`` rises a few cycles into the segment. The read data
+draws a GEMM: mostly a small one that finishes (1-40 tiles, 1-8 per wave, 1-6 k-steps of
+1-5 cycles, a buffer of at least a wave, some stage-1 tiles), but in most segments one or
+two setup fields are drawn over their whole documented range (:func:`field_ranges`), a
+third of those at one of its ends, and one field, in turn, at one of its ends (or a k-step
+of 513 to 2,559 cycles); one segment
+in five is invalid (a zero field or a
+buffer smaller than a wave). Coverage bins prove both ends of every field were run, and
+that a tile's 33rd k-step started and a k-step of more than 512 cycles ran to its end (the
+upper bits of the k-step and cycle counters). ``run`` rises a few cycles into the segment. The read data
 comes back as random ``valid`` pulses (the source only counts them). Store payloads are
 random, a tenth of them untracked (a zeroing write, which needs no credit).
 
@@ -30,10 +36,27 @@ from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 
-__all__ = ["GemmSourceTrace"]
+__all__ = ["GemmSourceTrace", "field_ranges"]
 
 SOURCES = ("store", "remote", "host_read")
 SINKS = ("gemm", "gemm_remote", "gemm_read")
+
+#: A small GEMM's upper bound per field (one that finishes within a segment).
+SMALL = {"tiles": 40, "remote_tiles": 43, "tiles_per_wave": 8, "read_beats_per_tile": 6, "step_cycles": 5,
+         "outstanding_reads": 20}
+
+
+def field_ranges(tiles_width: int) -> dict[str, tuple[int, int]]:
+    """Every setup field's documented valid range (:class:`rtl.gemm_source.GemmTrafficSource`):
+    the whole width of its field, less the values the docstring calls invalid (zero, and a
+    buffer smaller than a wave: ``outstanding_reads``' lower end is the wave's size)."""
+    top = (1 << tiles_width) - 1
+    return {"tiles": (1, top), "remote_tiles": (0, top), "tiles_per_wave": (1, 127), "read_beats_per_tile": (1, 255),
+            "step_cycles": (1, 4095), "outstanding_reads": (1, 1023)}
+
+
+def _ends(field: str) -> tuple[str, str]:
+    return f"{field} at its minimum", f"{field} at its maximum"
 
 
 class GemmSourceTrace(TraceBench):
@@ -43,11 +66,38 @@ class GemmSourceTrace(TraceBench):
     bins = ("k-step started", "wave released", "operand wait", "store wait (output buffer full)",
             "read window full (outstanding)", "own read back-pressured", "read-back passed", "untracked store passed",
             "remote store passed on a credit", "local store passed on a credit", "store passed after done",
-            "configuration error", "GEMM done", "reset mid-GEMM")
+            "configuration error", "GEMM done", "reset mid-GEMM", "a tile's 33rd or later k-step started",
+            "k-step of more than 512 cycles ended",
+            *(end for field in SMALL for end in _ends(field)))
 
     def __init__(self, params: dict | None = None):
         super().__init__(params)
         self.source = self.component
+        self.ranges = field_ranges(self.source.setup_layout["tiles"].shape.width)
+
+    def _draw_setup(self, rng: random.Random, end: tuple[str, int]) -> dict:
+        """One segment's GEMM: small fields, but zero to two drawn over their whole range, and
+        ``end`` = (field, 0 or 1) at its lower or upper end (``("step_cycles", 2)``: 513 to
+        2,559 cycles, a k-step that needs the counter's upper bits and ends within a segment)."""
+        wide = set(rng.sample(sorted(SMALL), rng.choice((0, 1, 1, 2, 2))))
+
+        def draw(field: str, lo: int, hi: int) -> int:
+            if field == end[0]:
+                # side 2: a k-step that needs the counter's upper bits and still ends in a segment.
+                return (lo, hi, rng.randint(hi // 8 + 2, hi * 5 // 8))[end[1]]
+            if field not in wide:
+                return rng.randint(lo, min(hi, lo + SMALL[field]) if field == "outstanding_reads"
+                                   else min(hi, SMALL[field]))
+            r = rng.random()
+            return lo if r < 1 / 6 else hi if r < 1 / 3 else rng.randint(lo, hi)
+
+        cfg = {f: draw(f, *self.ranges[f]) for f in ("tiles", "tiles_per_wave", "read_beats_per_tile", "step_cycles")}
+        cfg["outstanding_reads"] = draw("outstanding_reads", cfg["tiles_per_wave"], self.ranges["outstanding_reads"][1])
+        if "remote_tiles" in wide or end[0] == "remote_tiles":
+            cfg["remote_tiles"] = draw("remote_tiles", *self.ranges["remote_tiles"])
+        else:
+            cfg["remote_tiles"] = rng.choice((0, rng.randint(0, cfg["tiles"] + 3)))
+        return cfg
 
     def stimulus(self, rng: random.Random, cycles: int):
         stim = Stimulus(cycles, list(SOURCES))
@@ -59,19 +109,14 @@ class GemmSourceTrace(TraceBench):
         gemm_p = FastPacker(self.source.gemm_layout)
         run, setup = stim.control("run"), stim.control("setup")
         rd_valid, rd_payload = stim.control("read_data__valid"), stim.control("read_data__payload")
+        ends = [(field, side) for field in sorted(SMALL) for side in (0, 1)] + [("step_cycles", 2)]
         addr_mask = (1 << self.source.signature.members["host_read"].signature.members["payload"].shape.width) - 1
         for seg in segments:
             if seg.index:
                 stim.begin_segment()
-            w = rng.randint(1, 8)
-            # Mostly small GEMMs that finish within a segment; a quarter with long k-steps or
-            # many reads per tile (the counters' upper bits: the crosscheck's GEMMs use 32-cycle
-            # steps and 10 reads per tile).
-            cfg = {"tiles": rng.randint(1, 40), "tiles_per_wave": w,
-                   "read_beats_per_tile": rng.randint(1, 6) if rng.random() < 0.75 else rng.randint(7, 24),
-                   "step_cycles": rng.randint(1, 5) if rng.random() < 0.75 else rng.randint(6, 300),
-                   "outstanding_reads": w + rng.randint(0, 20)}
-            cfg["remote_tiles"] = rng.choice((0, rng.randint(0, cfg["tiles"] + 3)))
+            # Every segment puts one field at one end, the ends in turn.
+            cfg = self._draw_setup(rng, ends[seg.index % len(ends)])
+            w = cfg["tiles_per_wave"]
             if seg.index % 5 == 4:
                 bad = rng.choice(("tiles", "tiles_per_wave", "read_beats_per_tile", "step_cycles",
                                   "outstanding_reads"))
@@ -87,12 +132,14 @@ class GemmSourceTrace(TraceBench):
             beats = self.source.tile_beats
             remote_beats = min(cfg["remote_tiles"], cfg["tiles"]) * beats
             local_beats = cfg["tiles"] * beats - remote_beats
-            stores = [rng.random() >= 0.1 for _ in range(local_beats + rng.randint(0, 12))]
+            # A segment passes at most one store per cycle: a huge GEMM's stores beyond that are
+            # never offered.
+            stores = [rng.random() >= 0.1 for _ in range(min(local_beats, n) + rng.randint(0, 12))]
             for tracked in stores:
                 word = gemm_p.pack({"tile": rng.getrandbits(6), "addr": rng.getrandbits(8), "op": rng.getrandbits(1),
                                     "tracked": int(tracked), "data": rng.getrandbits(64)})
                 stim.sources["store"].add(word, gap=gap_draw(rng, seg.source_mode))
-            for _ in range(remote_beats + rng.randint(0, 4)):
+            for _ in range(min(remote_beats, n) + rng.randint(0, 4)):
                 stim.sources["remote"].add(rng.getrandbits(self.source.packet_layout.size),
                                            gap=gap_draw(rng, seg.source_mode))
             for _ in range(rng.randint(0, 30)):
@@ -135,6 +182,8 @@ class GemmSourceTrace(TraceBench):
                              remote_valid=v["remote"][c], host_read_valid=v["host_read"][c],
                              host_read_addr=pl["host_read"][c], read_data_valid=rdv[c], gemm_ready=r["gemm"][c],
                              gemm_remote_ready=r["gemm_remote"][c], gemm_read_ready=r["gemm_read"][c])
+            if i.run and not model.run_prev and not model.error and not model.invalid(cfg):
+                self._cover_setup(cover, cfg)
             out = model.outputs(i)
             trace.compare(c, names, (v["gemm"][c], r["store"][c], v["gemm_remote"][c], r["remote"][c],
                                      v["gemm_read"][c], r["host_read"][c]),
@@ -160,9 +209,19 @@ class GemmSourceTrace(TraceBench):
         trace.stream_fields(names + ("status",))
         return {}
 
+    def _cover_setup(self, cover, cfg: dict) -> None:
+        """A valid GEMM starting: which of its fields sit at an end of their range."""
+        for field, (lo, hi) in self.ranges.items():
+            low_end = cfg["tiles_per_wave"] if field == "outstanding_reads" else lo
+            first, last = _ends(field)
+            cover[first] += cfg[field] == low_end
+            cover[last] += cfg[field] == hi
+
     @staticmethod
     def _cover(cover, model, i, out) -> None:
         cover["k-step started"] += out.can_start
+        cover["a tile's 33rd or later k-step started"] += out.can_start and model.step_index >= 32
+        cover["k-step of more than 512 cycles ended"] += model.left == 1 and i.setup["step_cycles"] > 512
         cover["wave released"] += out.release
         if i.run and not model.error and model.wave_base < i.setup["tiles"] and not model.ending \
                 and model.left == 0 and not out.can_start:

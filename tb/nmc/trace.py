@@ -25,6 +25,7 @@ from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import UPDATE, NearMemoryReducerModel, beat_to_lanes
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
+from tb.trace.ranges import FieldRange, cover_ranges, range_bins
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments
 
 __all__ = ["ReducerTrace"]
@@ -63,6 +64,13 @@ class ReducerTrace(TraceBench):
         spec = self.component
         self.fmt = spec.format.name
         self.lanes = spec.lanes
+        self.bins = self.bins + range_bins(self.ranges)
+
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        """A request's and a read's word address (any word of the bank) and the request's op."""
+        top = self.component.depth - 1
+        return (FieldRange("request.addr", 0, top), FieldRange("request.op", 0, 1), FieldRange("read.addr", 0, top))
 
     def stimulus(self, rng: random.Random, cycles: int):
         spec = self.component
@@ -126,6 +134,7 @@ class ReducerTrace(TraceBench):
         checked = reads = 0
         last_request = {}  # addr -> cycle of its latest accepted request
         compared: list[int] = []
+        ranges = self.ranges
         for c in range(trace.cycles):
             if rst[c]:
                 if not in_reset and any(slot is not None for slot in model.pipeline):
@@ -176,8 +185,10 @@ class ReducerTrace(TraceBench):
                     cover["store"] += 1
                 if ready:
                     last_request[addr] = c
+                    cover_ranges(cover, ranges, {"request.addr": addr, "request.op": r["op"]})
             read = rd_addr[c] if rd_en[c] else None
             if read is not None:
+                cover_ranges(cover, ranges, {"read.addr": read})
                 distance = c - last_request.get(read, -100)
                 if distance == 0:
                     cover["read and request of one word in one cycle"] += 1

@@ -32,6 +32,13 @@ PARAM_SETS = {
     "n4_t256": {"gpus": 4, **_SLICE, "depth": 4096, "entries": 1024, "commands": 1024},
     # 6 x 256 forwarded tiles > 1023 descriptors: the driver reuses them (tb.ring.protocol)
     "n8_t256": {"gpus": 8, **_SLICE, "depth": 8192, "entries": 2048, "commands": 1024},
+    # Rings that are not powers of two, and the largest the ring allows: where a ring's
+    # generalisation breaks (chunk order, the last hop, descriptor reuse). Up to 13 tiles
+    # per chunk on 3, 5 and 6 GPUs; up to 4 on 16.
+    "n3": {"gpus": 3, **_SLICE, **_SMALL},
+    "n5": {"gpus": 5, **_SLICE, "depth": 512, "entries": 128, "commands": 64},
+    "n6": {"gpus": 6, **_SLICE, "depth": 512, "entries": 128, "commands": 64},
+    "n16": {"gpus": 16, **_SLICE, **_SMALL},
 }
 
 
@@ -65,6 +72,11 @@ SCENARIOS = {
     "tiles64_round_robin": Scenario(tiles=64, write_p=0.7, mode=ROUND_ROBIN, read_p=0.3),
     "tiles256_mca": Scenario(tiles=256, write_p=0.7, read_p=0.3),
     "tiles256_round_robin": Scenario(tiles=256, write_p=0.7, mode=ROUND_ROBIN, read_p=0.3),
+    # one tile per chunk, and a prime number of them
+    "tiles1_mca": Scenario(tiles=1),
+    "tiles1_round_robin": Scenario(tiles=1, write_p=0.7, mode=ROUND_ROBIN, read_p=0.3),
+    "tiles13_mca": Scenario(tiles=13, write_p=0.8, read_p=0.3),
+    "tiles13_round_robin": Scenario(tiles=13, write_p=0.8, mode=ROUND_ROBIN, read_p=0.3),
     # a reset in the middle of a reduce-scatter, then a complete fresh one
     "reset_mid_run_mca": Scenario(tiles=16, write_p=0.8, read_p=0.3, reset_mid_run=True),
     "reset_mid_run_round_robin": Scenario(tiles=16, write_p=0.8, mode=ROUND_ROBIN, read_p=0.3, reset_mid_run=True),
@@ -76,6 +88,8 @@ CASES = (
                            "reset_mid_run_mca")]
     + [("n4_bf16", t) for t in ("reduce_scatter_random_gaps",)]
     + [("n8", t) for t in ("reduce_scatter_random_gaps", "tiles12_mca")]
+    + [("n3", "tiles1_mca"), ("n3", "tiles13_round_robin"), ("n5", "tiles1_round_robin"),
+       ("n6", "tiles13_round_robin"), ("n16", "reduce_scatter_random_gaps")]
 )
 
 SOAK_CASES = (
@@ -90,4 +104,5 @@ SOAK_CASES = (
     + [("n8_t64", t) for t in ("tiles64_mca", "tiles64_round_robin")]
     + [("n4_t256", t) for t in ("tiles256_mca", "tiles256_round_robin")]
     + [("n8_t256", t) for t in ("tiles256_mca", "tiles256_round_robin")]
+    + [("n5", "tiles13_mca"), ("n16", "tiles1_mca")]
 )

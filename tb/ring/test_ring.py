@@ -1,4 +1,4 @@
-"""pytest runner of the end-to-end ring bench (N = 2, 4 and 8).
+"""pytest runner of the end-to-end ring bench (N = 2, 3, 4, 5, 6, 8 and 16).
 
 Each parameter set's ring is built with a ``power_up_seed`` derived from the session's
 ``SEED`` (printed and replayable), so the banks start with different garbage every run.

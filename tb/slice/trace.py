@@ -40,6 +40,8 @@ from tb.nmc.trace import lane_values
 from tb.slice.model import READ, STORE, SliceInputs, SliceModel
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
+from tb.trace.ranges import FieldRange, cover_ranges, range_bins
+from tb.trace.ranges import draw as draw_in_range
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 
 __all__ = ["SliceTrace", "same_lanes"]
@@ -68,11 +70,20 @@ class SliceTrace(TraceBench):
                                     "dram_ready": True})
         s = self.component
         self.codec = DescriptorCodec(s.table)
+        self.bins = self.bins + range_bins(self.ranges)
         self.arm_p = FastPacker(s.tracker.arm_layout)
         self.gemm_p = FastPacker(s.gemm_layout)
         self.packet_p = FastPacker(s.packet_layout)
         self.tile_beats = 1 << self.params["tile_beats_log2"]
         self.tiles = self.params["depth"] // self.tile_beats
+
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        """The slice's configuration inputs over their whole widths (each segment's; its port
+        fields are its blocks', whose own trace runs cover their ranges)."""
+        p = self.params
+        return (FieldRange("mode", 0, 1), FieldRange("threshold", 0, (1 << p["level_width"]) - 1),
+                FieldRange("starvation_limit", 0, (1 << p["wait_width"]) - 1))
 
     def stimulus(self, rng: random.Random, cycles: int):
         p, s = self.params, self.component
@@ -93,8 +104,8 @@ class SliceTrace(TraceBench):
             if seg.index:
                 stim.begin_segment()
             mode[seg.start:seg.end] = seg.index % 2
-            thr[seg.start:seg.end] = rng.randint(0, 2 ** p["level_width"] - 1)
-            lim[seg.start:seg.end] = rng.choice((0, 4, 64))
+            thr[seg.start:seg.end] = draw_in_range(rng, 0, 2 ** p["level_width"] - 1)
+            lim[seg.start:seg.end] = rng.choice((0, 4, 64, 2 ** p["wait_width"] - 1))
             memory[seg.start:seg.end] = self._memory_ready(gen, seg.end - seg.start, seg.index % 3)
             sm = seg.source_mode
             last_program = None
@@ -225,6 +236,7 @@ class SliceTrace(TraceBench):
             if in_reset:
                 model.reset()      # the registers; the bank keeps its words
                 in_reset = False
+                cover_ranges(cover, self.ranges, {"mode": mode[c], "threshold": thr[c], "starvation_limit": lim[c]})
                 commands_done = 0
                 last_write = None
             inp = SliceInputs(

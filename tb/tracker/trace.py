@@ -8,8 +8,11 @@ update waits for its tile's arm (some in the *same* cycle as the arm, which the 
 orders first), and a re-arm waits for the tile's last update (at gap 0 it comes in the
 very next cycle). The plan keeps at most ``trigger_depth`` tiles open, which is what makes
 the dependencies deadlock-free. Every third segment also carries the three driver errors:
-an update of a tile that was never armed, an arm with threshold 0 and a re-arm of a tile
+an update of a tile that was never armed, an arm with threshold 0 (the second time with an
+update of its unarmed tile in the same cycle: both errors at once) and a re-arm of a tile
 still armed.
+
+Every ninth segment is cut by a reset in the middle of the table's reset sweep.
 
 Replay: :class:`~tb.tracker.model.TrackerTableModel` steps through the recorded inputs and
 every output is compared in every cycle out of reset: ``arm.ready``, ``update.ready``,
@@ -22,6 +25,7 @@ import random
 
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
+from tb.trace.ranges import FieldRange, cover_ranges, range_bins
 from tb.trace.stimulus import Stimulus, gap_draw, plan_segments, sink_ready
 from tb.tracker.model import TrackerTableModel
 
@@ -35,14 +39,15 @@ class TrackerTrace(TraceBench):
     block = "tracker_table"
     bins = (
         "arm accepted", "update accepted", "trigger handed out",
-        "arm and update of one tile in one cycle", "re-arm the cycle after the last update",
+        "arm and update of one tile in one cycle", "update in the cycle of a zero-threshold arm of its tile",
+        "re-arm the cycle after the last update",
         "back-to-back updates to one tile", "threshold 1", "maximum threshold",
         "arm held back: every trigger slot reserved", "trigger queue full", "trigger back-pressured",
         "trigger taken the cycle it is valid", "update offered in the reset sweep",
         "err_unarmed_update", "err_rearm", "err_zero_threshold",
         "err_unarmed_update again (first tile kept)", "err_rearm again (first tile kept)",
         "err_zero_threshold again (first tile kept)",
-        "reset with tiles armed", "reset with triggers queued",
+        "reset with tiles armed", "reset with triggers queued", "reset during the reset sweep",
     )
 
     def __init__(self, params: dict | None = None):
@@ -51,6 +56,16 @@ class TrackerTrace(TraceBench):
         spec = self.component
         self.tile_bits = (spec.entries - 1).bit_length()
         self.max_threshold = 2 ** spec.count_width - 1
+        self.bins = self.bins + range_bins(self.ranges)
+
+    @property
+    def ranges(self) -> tuple[FieldRange, ...]:
+        """The arm's and the update's fields: any tile of the table, thresholds 0 (an error) to
+        the counter's largest, any DMA command, either source."""
+        spec = self.component
+        return (FieldRange("arm.tile", 0, spec.entries - 1), FieldRange("arm.threshold", 0, self.max_threshold),
+                FieldRange("arm.dma_cmd", 0, 2 ** spec.dma_cmd_width - 1),
+                FieldRange("update.tile", 0, spec.entries - 1), FieldRange("update.source", 0, 1))
 
     # -- stimulus ---------------------------------------------------------------------------
 
@@ -66,7 +81,9 @@ class TrackerTrace(TraceBench):
     def stimulus(self, rng: random.Random, cycles: int):
         spec = self.component
         stim = Stimulus(cycles, ["arm", "update"])
-        segments = plan_segments(stim, rng, mean_cycles=12_000, first_cycles=3_000)
+        # Every ninth segment is cut by a reset during the table's reset sweep.
+        segments = plan_segments(stim, rng, mean_cycles=12_000, first_cycles=3_000, short_every=9,
+                                 short_cycles=max(2, spec.reset_cycles // 2))
         sink_ready(stim, "trigger", segments, rng)
         for seg in segments:
             if seg.index:
@@ -102,9 +119,11 @@ class TrackerTrace(TraceBench):
         last_completion: dict[int, int] = {}   # tile -> cycle its last update was accepted
         prev_errors = dict.fromkeys(ERRORS, 0)
         cycles = trace.cycles
+        ranges = self.ranges
         for c in range(cycles):
             if rst[c]:
                 if not in_reset and c:
+                    cover["reset during the reset sweep"] += model.sweep_left > 0
                     cover["reset with tiles armed"] += model.status["armed_entries"] > 0
                     cover["reset with triggers queued"] += len(model.queue) > 0
                 in_reset = True
@@ -134,6 +153,7 @@ class TrackerTrace(TraceBench):
                 update = (p & tile_mask, (p >> src_off) & 1)
             # Coverage, from the ports and the model's spec-level state.
             if arm and out.arm_ready:
+                cover_ranges(cover, ranges, {"arm.tile": arm[0], "arm.threshold": arm[1], "arm.dma_cmd": arm[2]})
                 if arm[1] == 0 and model.status["err_zero_threshold"]:
                     cover["err_zero_threshold again (first tile kept)"] += 1
                 elif arm[1] and arm[0] in model.armed and model.status["err_rearm"]:
@@ -143,13 +163,15 @@ class TrackerTrace(TraceBench):
                 cover["maximum threshold"] += arm[1] == self.max_threshold
                 if last_completion.get(arm[0]) == c - 1:
                     cover["re-arm the cycle after the last update"] += 1
-                if update and update[0] == arm[0]:
-                    cover["arm and update of one tile in one cycle"] += 1
+                if update and update[0] == arm[0] and out.update_ready:
+                    cover["arm and update of one tile in one cycle"] += arm[1] != 0
+                    cover["update in the cycle of a zero-threshold arm of its tile"] += arm[1] == 0
             if arm and not out.arm_ready and not out.status["clearing"]:
                 cover["arm held back: every trigger slot reserved"] += 1
             if update:
                 if out.update_ready:
                     cover["update accepted"] += 1
+                    cover_ranges(cover, ranges, {"update.tile": update[0], "update.source": update[1]})
                     armed_now = update[0] in model.armed or (arm and out.arm_ready and arm[0] == update[0] and arm[1])
                     if not armed_now and model.status["err_unarmed_update"]:
                         cover["err_unarmed_update again (first tile kept)"] += 1
@@ -195,22 +217,23 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
     mode = seg.source_mode
     free = list(range(spec.entries))
     rng.shuffle(free)
-    never_armed = [free.pop(), free.pop()] if with_errors else []
+    never_armed = [free.pop(), free.pop(), free.pop()] if with_errors else []
     open_tiles: dict[int, list] = {}    # tile -> [arm index, updates left]
     last_update: dict[int, int] = {}    # tile -> index of its last update in this segment
     spent = 0
     # Each error twice, on two tiles: the sticky flag must keep the first one's tile.
     errors_left = [*ERRORS, *ERRORS] if with_errors else []
     zero_tiles = rng.sample(range(spec.entries), 2)
+    pending: list[int] = []             # tiles to arm next (the stray update's, see below)
     if with_errors:
         # Offered from the segment's first cycle: it meets the reset sweep, then is
         # accepted as an update of an unarmed tile.
         update.add(bench._update(never_armed[0], 1), gap=0)
         errors_left.remove("err_unarmed_update")
     while spent < budget:
-        can_arm = free and len(open_tiles) < depth
-        if can_arm and (not open_tiles or rng.random() < 0.3):
-            tile = free.pop(rng.randrange(len(free)))
+        can_arm = (free or pending) and len(open_tiles) < depth
+        if can_arm and (not open_tiles or pending or rng.random() < 0.3):
+            tile = pending.pop() if pending else free.pop(rng.randrange(len(free)))
             r = rng.random()
             threshold = 1 if r < 0.15 else bench.max_threshold if r < 0.25 else rng.randint(1, 6)
             after = ("update", last_update[tile]) if tile in last_update else first_after
@@ -224,8 +247,17 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
                 if error == "err_rearm":
                     # Re-arm the tile just armed, before any of its updates.
                     open_tiles[tile][0] = arm.add(bench._arm(tile, threshold, 0), gap=0)
-                elif error == "err_zero_threshold":
+                elif error == "err_zero_threshold" and error in errors_left:
                     arm.add(bench._arm(zero_tiles.pop(), 0, 1), gap=0)
+                elif error == "err_zero_threshold":
+                    # The second: with an update of its (unarmed) tile in the arm's cycle,
+                    # which the zero threshold must not arm (two errors at once).
+                    zero = arm.add(bench._arm(never_armed[2], 0, 1), gap=0)
+                    stray = update.add(bench._update(never_armed[2], rng.getrandbits(1)), gap=0,
+                                       after=("arm", zero), same_cycle=True)
+                    # Then armed for real: a stray count would fire its trigger an update early.
+                    last_update[never_armed[2]] = stray
+                    pending.append(never_armed[2])
                 else:
                     update.add(bench._update(never_armed[1], 0), gap=gap_draw(rng, mode))
             continue
