@@ -6,7 +6,9 @@ each. A driver programs descriptors (1 beat, ``max_beats`` beats, or in between;
 reprogrammed while triggers that use them are queued) and fires triggers at programmed
 commands, each trigger waiting for its descriptor's program (some in the *same* cycle,
 which the table orders first). Every third segment also fires a trigger at a command never
-programmed and programs a descriptor of 0 and one of too many beats. The memory behind the
+programmed and programs a descriptor of 0 and one of too many beats (in half of them the
+first bad program and the unprogrammed trigger come in one cycle: both sticky errors rise
+together). The memory behind the
 read port is a :class:`~tb.common.memory.BenchMemory`, answered by the harness with the
 block's read latency.
 
@@ -125,7 +127,8 @@ class DmaPathTrace(TraceBench):
     bins = ENGINE_BINS + (
         "program accepted", "trigger accepted", "trigger held back: issue queue full",
         "program and trigger of one command in one cycle", "command of max_beats", "source address wraps",
-        "err_unprogrammed", "err_bad_descriptor", "reset with a command in flight",
+        "err_unprogrammed", "err_bad_descriptor", "both sticky errors raised in one cycle",
+        "reset with a command in flight",
     )
 
     def __init__(self, params: dict | None = None):
@@ -167,6 +170,9 @@ class DmaPathTrace(TraceBench):
             mean_beats = (p["max_beats"] + 1) / 2
             spent, budget = 0, seg.length + 64
             bad_left = unprogrammed_left = with_errors
+            # Half the error segments raise both errors in one cycle: the unprogrammed
+            # trigger waits for the bad descriptor's program and comes in its cycle.
+            combined = with_errors and rng.random() < 0.5
             while spent < budget:
                 if not programmed or rng.random() < 0.15:
                     index = rng.choice(indices)
@@ -177,11 +183,16 @@ class DmaPathTrace(TraceBench):
                         bad_left = False
                         bad = dict(desc, beats=rng.choice((0, p["max_beats"] + 1)) % (1 << 16))
                         if bad["beats"] < 2 ** self.component.table.descriptor_layout["beats"].width:
-                            program.add(self.codec.encode(index, bad), gap=0)
+                            bad_index = program.add(self.codec.encode(index, bad), gap=0)
+                            if combined and unprogrammed_left:
+                                unprogrammed_left = False
+                                trigger.add(trigger_payload.pack({"tile": rng.getrandbits(p["tile_width"]),
+                                                                  "dma_cmd": never}),
+                                            gap=0, after=("program", bad_index), same_cycle=True)
                     continue
                 index = rng.choice(list(programmed))
                 gap = gap_draw(rng, seg.source_mode)
-                if with_errors and (unprogrammed_left or rng.random() < 0.01):
+                if with_errors and ((unprogrammed_left and not combined) or rng.random() < 0.01):
                     unprogrammed_left = False
                     trigger.add(trigger_payload.pack({"tile": rng.getrandbits(p["tile_width"]), "dma_cmd": never}),
                                 gap=gap)
@@ -253,10 +264,13 @@ class DmaPathTrace(TraceBench):
                 last_read = (command, engine_out.mem_addr)
             _, done = model.step(program=program, trigger=trigger, egress_ready=egress.eg_r[c])
             egress.check(c, engine_out, done)
+            rising = 0
             for flag in errors:
                 if model.table.status[flag] and not errors[flag]:
                     errors[flag] = 1
                     cover[flag] += 1
+                    rising += 1
+            cover["both sticky errors raised in one cycle"] += rising == 2
         trace.checked_cycles = checked
         trace.stream_fields(names + ("status", "mem_read.en", "egress.valid", "done.valid"))
         return {"beats": cover["beat sent"], "commands": cover["done"]}

@@ -10,7 +10,10 @@ very next cycle). The plan keeps at most ``trigger_depth`` tiles open, which is 
 the dependencies deadlock-free. Every third segment also carries the three driver errors:
 an update of a tile that was never armed, an arm with threshold 0 (the second time with an
 update of its unarmed tile in the same cycle: both errors at once) and a re-arm of a tile
-still armed.
+still armed; in half of those segments the first re-arm error comes with an update of a
+never-armed tile in its cycle, so that two sticky errors rise in one cycle; and a tenth of
+their completed tiles get one update too many, 1-4 cycles after the completing one (it
+meets the completion in the pipeline and must count as unarmed).
 
 Every ninth segment is cut by a reset in the middle of the table's reset sweep.
 
@@ -46,7 +49,8 @@ class TrackerTrace(TraceBench):
         "trigger taken the cycle it is valid", "update offered in the reset sweep",
         "err_unarmed_update", "err_rearm", "err_zero_threshold",
         "err_unarmed_update again (first tile kept)", "err_rearm again (first tile kept)",
-        "err_zero_threshold again (first tile kept)",
+        "err_zero_threshold again (first tile kept)", "two sticky errors raised in one cycle",
+        "unarmed update 1-4 cycles after its tile's completion",
         "reset with tiles armed", "reset with triggers queued", "reset during the reset sweep",
     )
 
@@ -173,6 +177,8 @@ class TrackerTrace(TraceBench):
                     cover["update accepted"] += 1
                     cover_ranges(cover, ranges, {"update.tile": update[0], "update.source": update[1]})
                     armed_now = update[0] in model.armed or (arm and out.arm_ready and arm[0] == update[0] and arm[1])
+                    if not armed_now and 1 <= c - last_completion.get(update[0], -100) <= 4:
+                        cover["unarmed update 1-4 cycles after its tile's completion"] += 1
                     if not armed_now and model.status["err_unarmed_update"]:
                         cover["err_unarmed_update again (first tile kept)"] += 1
                     if update[0] == prev_tile_update:
@@ -194,10 +200,13 @@ class TrackerTrace(TraceBench):
             model.step(arm=arm, update=update, trigger_ready=tr_r[c])
             if model.completed is not None and update is not None:
                 last_completion[update[0]] = c
+            rising = 0
             for flag in ERRORS:
                 if model.status[flag] and not prev_errors[flag]:
                     cover[flag] += 1
                     prev_errors[flag] = 1
+                    rising += 1
+            cover["two sticky errors raised in one cycle"] += rising >= 2
         trace.checked_cycles = checked
         trace.stream_fields(names + ("status",))
         return {"arms": cover["arm accepted"], "updates": cover["update accepted"],
@@ -225,7 +234,10 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
     errors_left = [*ERRORS, *ERRORS] if with_errors else []
     zero_tiles = rng.sample(range(spec.entries), 2)
     pending: list[int] = []             # tiles to arm next (the stray update's, see below)
-    if with_errors:
+    # Half the error segments raise their first two errors in one cycle: a re-arm of an
+    # armed tile beside an update of a never-armed one (both flags rise together).
+    combined = with_errors and rng.random() < 0.5
+    if with_errors and not combined:
         # Offered from the segment's first cycle: it meets the reset sweep, then is
         # accepted as an update of an unarmed tile.
         update.add(bench._update(never_armed[0], 1), gap=0)
@@ -243,10 +255,16 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
             open_tiles[tile] = [index, threshold]
             spent += gap + 1
             if errors_left and rng.random() < 0.05:
-                error = errors_left.pop(rng.randrange(len(errors_left)))
+                error = errors_left.pop(errors_left.index("err_rearm") if combined
+                                        else rng.randrange(len(errors_left)))
                 if error == "err_rearm":
                     # Re-arm the tile just armed, before any of its updates.
                     open_tiles[tile][0] = arm.add(bench._arm(tile, threshold, 0), gap=0)
+                    if combined:
+                        combined = False
+                        errors_left.remove("err_unarmed_update")
+                        update.add(bench._update(never_armed[0], 1), gap=0, after=("arm", open_tiles[tile][0]),
+                                   same_cycle=True)
                 elif error == "err_zero_threshold" and error in errors_left:
                     arm.add(bench._arm(zero_tiles.pop(), 0, 1), gap=0)
                 elif error == "err_zero_threshold":
@@ -278,3 +296,8 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
         else:
             del open_tiles[tile]
             free.append(tile)
+            if with_errors and rng.random() < 0.1:
+                # One update too many, 1-4 cycles after the completing one: it meets the
+                # completion still in the pipeline and must count as unarmed.
+                last_update[tile] = update.add(bench._update(tile, rng.getrandbits(1)), gap=rng.randint(0, 3),
+                                               after=("update", last_update[tile]))
