@@ -362,6 +362,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "gemm_source.py", "step = Signal(8)", "step = Signal(5)",
         "the k-step counter is 5 bits for the 8-bit read_beats_per_tile: a tile of 33 k-steps or more never ends"),
         GEMM_SOURCE),
+    Mutant("gemm-source-read-counter-narrow", "gemm_source", Patch(
+        "gemm_source.py", "reads_width = tw + 8", "reads_width = tw + 7",
+        "the read counters are one bit short of tiles x read_beats_per_tile at the fields' tops: a GEMM of "
+        "more than 2**19 reads stops reading after the wrapped count (found by the review)"), GEMM_SOURCE),
     Mutant("gemm-source-cycle-counter-narrow", "gemm_source", Patch(
         "gemm_source.py", "left = Signal(12)", "left = Signal(9)",
         "the k-step's cycle counter is 9 bits for the 12-bit step_cycles: a k-step computes step_cycles mod 512 "

@@ -65,3 +65,19 @@ def test_cover_ranges_counts_only_the_ends():
     assert range_bins((r,)) == r.bins
     with pytest.raises(ValueError, match="lo must be at most hi"):
         FieldRange("y", 5, 4)
+
+
+@pytest.mark.parametrize("name", ["tracker", "ring"])
+def test_short_segments_leave_every_matrix_cell_a_long_one(name):
+    """Segments cut short by a reset take a matrix cell in turn, never always the same one
+    (a short-segment period sharing a factor with the nine cells once left a cell without
+    traffic, and no bin noticed)."""
+    from tb.ring.trace import RingTrace
+    from tb.trace.stimulus import matrix_cells
+    from tb.tracker.trace import TrackerTrace
+
+    bench = {"tracker": TrackerTrace, "ring": RingTrace}[name]()
+    bench.stimulus(random.Random(1), bench.cycles)
+    segments = bench.segments if name == "tracker" else [seg for seg, _ in bench.rounds]
+    long = {(s.source_mode, s.sink_mode) for s in segments if s.length >= 1000}
+    assert long == set(matrix_cells()), f"cells without a long segment: {set(matrix_cells()) - long}"

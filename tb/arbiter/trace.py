@@ -36,13 +36,15 @@ class ArbiterTrace(TraceBench):
     bins = (
         *(f"{mode} grant, queue {band}" for mode in ("MCA", "round robin") for band in BANDS),
         "MCA: comm granted below the threshold", "MCA: comm held at the threshold",
-        "MCA: starvation limit reached", "round robin: alternation under contention",
+        "MCA: starvation limit reached", "MCA: starvation limit reached at its maximum",
+        "round robin: alternation under contention",
         "grant back-pressured", "both requesters valid", "comm wait saturates", "reset with comm waiting",
     )
 
     @property
     def ranges(self) -> tuple[FieldRange, ...]:
-        """The configuration and queue level, over their ports' whole widths."""
+        """The configuration and queue level, over their ports' whole widths (the threshold and
+        the limit counted at T3-MCA's accepted grants, the level at every accepted grant)."""
         level_max, wait_max = (1 << self.params["level_width"]) - 1, (1 << self.params["wait_width"]) - 1
         return (FieldRange("threshold", 0, level_max), FieldRange("starvation_limit", 0, wait_max),
                 FieldRange("queue_level", 0, level_max))
@@ -123,10 +125,14 @@ class ArbiterTrace(TraceBench):
                 cover[f"{'MCA' if m == MCA else 'round robin'} grant, queue {band}"] += 1
                 if not ready:
                     cover["grant back-pressured"] += 1
-                cover_ranges(cover, ranges, {"threshold": threshold, "starvation_limit": limit, "queue_level": level})
+                if ready:
+                    # The threshold and the limit matter only to T3-MCA.
+                    cover_ranges(cover, ranges, {"queue_level": level, **({"threshold": threshold,
+                                                 "starvation_limit": limit} if m == MCA else {})})
                 if m == MCA and winner == COMM:
                     if model.wait >= limit:
                         cover["MCA: starvation limit reached"] += cv[c]
+                        cover["MCA: starvation limit reached at its maximum"] += cv[c] and limit == model.wait_max
                     else:
                         cover["MCA: comm granted below the threshold"] += 1
                 if m == ROUND_ROBIN and cv[c] and mv[c] and ready and last_winner is not None and winner != last_winner:

@@ -251,7 +251,7 @@ class DmaPathTrace(TraceBench):
                         cover["program and trigger of one command in one cycle"] += 1
                 else:
                     cover["trigger held back: issue queue full"] += 1
-            if program:
+            if program and pr_r[c]:
                 cover["program accepted"] += 1
                 if program["desc"]["beats"] <= p["max_beats"]:
                     cover_ranges(cover, ranges, {"program.index": program["index"],

@@ -6,8 +6,9 @@ the slice's ``gemm``, ``gemm_remote`` and ``gemm_read`` take the sink mode). Eac
 draws a GEMM: mostly a small one that finishes (1-40 tiles, 1-8 per wave, 1-6 k-steps of
 1-5 cycles, a buffer of at least a wave, some stage-1 tiles), but in most segments one or
 two setup fields are drawn over their whole documented range (:func:`field_ranges`), a
-third of those at one of its ends, and one field, in turn, at one of its ends (or a k-step
-of 513 to 2,559 cycles); one segment
+third of those at one of its ends, and one field, in turn, at one of its ends (a k-step
+of 513 to 2,559 cycles, or a GEMM of just over the highest power of two below the most reads
+a GEMM can ask for, which needs the read counters' top bit); one segment
 in five is invalid (a zero field or a
 buffer smaller than a wave). Coverage bins prove both ends of every field were run, and
 that a tile's 33rd k-step started and a k-step of more than 512 cycles ran to its end (the
@@ -67,24 +68,33 @@ class GemmSourceTrace(TraceBench):
             "read window full (outstanding)", "own read back-pressured", "read-back passed", "untracked store passed",
             "remote store passed on a credit", "local store passed on a credit", "store passed after done",
             "configuration error", "GEMM done", "reset mid-GEMM", "a tile's 33rd or later k-step started",
-            "k-step of more than 512 cycles ended",
+            "k-step of more than 512 cycles ended", "GEMM of more than the top power of two of reads, 256 read",
             *(end for field in SMALL for end in _ends(field)))
 
     def __init__(self, params: dict | None = None):
         super().__init__(params)
         self.source = self.component
         self.ranges = field_ranges(self.source.setup_layout["tiles"].shape.width)
+        #: The highest power of two below the most reads a GEMM can ask for: a GEMM of more
+        #: reads needs the read counters' top bit.
+        most = self.ranges["tiles"][1] * self.ranges["read_beats_per_tile"][1]
+        self.top_reads = 1 << (most.bit_length() - 1)
 
     def _draw_setup(self, rng: random.Random, end: tuple[str, int]) -> dict:
         """One segment's GEMM: small fields, but zero to two drawn over their whole range, and
         ``end`` = (field, 0 or 1) at its lower or upper end (``("step_cycles", 2)``: 513 to
         2,559 cycles, a k-step that needs the counter's upper bits and ends within a segment)."""
         wide = set(rng.sample(sorted(SMALL), rng.choice((0, 1, 1, 2, 2))))
+        # ("reads", 1): a GEMM of just over top_reads reads in all (tiles x reads per tile).
+        beats = rng.randint(self.ranges["read_beats_per_tile"][1] // 2 + 2, self.ranges["read_beats_per_tile"][1])
+        reads_pair = {"read_beats_per_tile": beats, "tiles": -(-(self.top_reads + 1) // beats)}
 
         def draw(field: str, lo: int, hi: int) -> int:
             if field == end[0]:
                 # side 2: a k-step that needs the counter's upper bits and still ends in a segment.
                 return (lo, hi, rng.randint(hi // 8 + 2, hi * 5 // 8))[end[1]]
+            if end[0] == "reads" and field in ("tiles", "read_beats_per_tile"):
+                return reads_pair[field]
             if field not in wide:
                 return rng.randint(lo, min(hi, lo + SMALL[field]) if field == "outstanding_reads"
                                    else min(hi, SMALL[field]))
@@ -109,7 +119,7 @@ class GemmSourceTrace(TraceBench):
         gemm_p = FastPacker(self.source.gemm_layout)
         run, setup = stim.control("run"), stim.control("setup")
         rd_valid, rd_payload = stim.control("read_data__valid"), stim.control("read_data__payload")
-        ends = [(field, side) for field in sorted(SMALL) for side in (0, 1)] + [("step_cycles", 2)]
+        ends = [(field, side) for field in sorted(SMALL) for side in (0, 1)] + [("step_cycles", 2), ("reads", 1)]
         addr_mask = (1 << self.source.signature.members["host_read"].signature.members["payload"].shape.width) - 1
         for seg in segments:
             if seg.index:
@@ -202,6 +212,9 @@ class GemmSourceTrace(TraceBench):
                        and r["host_read"][c], v["gemm"][c] and r["gemm"][c], v["gemm_remote"][c]
                        and r["gemm_remote"][c], st[c] & 1)
             self._cover(cover, model, i, out)
+            many = i.setup["tiles"] * i.setup["read_beats_per_tile"] > self.top_reads
+            cover["GEMM of more than the top power of two of reads, 256 read"] += (
+                out.own_read and model.issued == 255 and many)
             last_done = out.done
             model.step(i)
             checked += 1

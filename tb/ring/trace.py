@@ -78,7 +78,7 @@ class RingTrace(TraceBench):
         p, s, n = self.params, self.slice, self.gpus
         names = [f"{port}__{g}" for g in range(n) for port in PORTS]
         stim = Stimulus(cycles, names)
-        segments = plan_segments(stim, rng, mean_cycles=9_000, first_cycles=7_000, short_every=3, short_cycles=500)
+        segments = plan_segments(stim, rng, mean_cycles=9_000, first_cycles=7_000, short_every=4, short_cycles=500)
         gen = np.random.default_rng(rng.getrandbits(63))
         mode, thr, lim = stim.control("mode"), stim.control("threshold"), stim.control("starvation_limit")
         margin = p.get("compute_queue_depth", 8) + 1

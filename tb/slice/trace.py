@@ -79,8 +79,9 @@ class SliceTrace(TraceBench):
 
     @property
     def ranges(self) -> tuple[FieldRange, ...]:
-        """The slice's configuration inputs over their whole widths (each segment's; its port
-        fields are its blocks', whose own trace runs cover their ranges)."""
+        """The slice's configuration inputs over their whole widths, counted at grants (the
+        threshold and the limit at T3-MCA's communication grants, which they decide); its port
+        fields are its blocks', whose own trace runs cover their ranges."""
         p = self.params
         return (FieldRange("mode", 0, 1), FieldRange("threshold", 0, (1 << p["level_width"]) - 1),
                 FieldRange("starvation_limit", 0, (1 << p["wait_width"]) - 1))
@@ -227,6 +228,7 @@ class SliceTrace(TraceBench):
         last_write = None
         names = ("gemm.ready", "gemm_read.ready", "gemm_remote.ready", "ingress.ready", "arm.ready",
                  "program.ready", "gemm_read_data.valid", "egress.valid", "notify.valid")
+        ranges = self.ranges
         for c in range(trace.cycles):
             if rst[c]:
                 if not in_reset and model.tracker.status["armed_entries"]:
@@ -236,7 +238,6 @@ class SliceTrace(TraceBench):
             if in_reset:
                 model.reset()      # the registers; the bank keeps its words
                 in_reset = False
-                cover_ranges(cover, self.ranges, {"mode": mode[c], "threshold": thr[c], "starvation_limit": lim[c]})
                 commands_done = 0
                 last_write = None
             inp = SliceInputs(
@@ -307,8 +308,10 @@ class SliceTrace(TraceBench):
                 if request["kind"] == READ and request["addr"] == last_write and not request["dma"]:
                     cover["read after write"] += 1
                 last_write = request["addr"] if request["kind"] != READ else None
+                cover_ranges(cover, ranges, {"mode": mode[c]})
                 if cls == 1 and mode[c] == 0 and request["kind"] != READ:
                     cover["MCA: comm granted"] += 1
+                    cover_ranges(cover, ranges, {"threshold": thr[c], "starvation_limit": lim[c]})
                 if mode[c] == 1:
                     cover["round robin mode"] += 1
             if model.engine.status["commands"] != commands_done:

@@ -15,7 +15,7 @@ never-armed tile in its cycle, so that two sticky errors rise in one cycle; and 
 their completed tiles get one update too many, 1-4 cycles after the completing one (it
 meets the completion in the pipeline and must count as unarmed).
 
-Every ninth segment is cut by a reset in the middle of the table's reset sweep.
+Every tenth segment is cut by a reset in the middle of the table's reset sweep.
 
 Replay: :class:`~tb.tracker.model.TrackerTableModel` steps through the recorded inputs and
 every output is compared in every cycle out of reset: ``arm.ready``, ``update.ready``,
@@ -64,10 +64,11 @@ class TrackerTrace(TraceBench):
 
     @property
     def ranges(self) -> tuple[FieldRange, ...]:
-        """The arm's and the update's fields: any tile of the table, thresholds 0 (an error) to
-        the counter's largest, any DMA command, either source."""
+        """The arm's and the update's fields: any tile of the table, thresholds 1 to the
+        counter's largest (0 is the zero-threshold error, a bin of its own), any DMA command,
+        either source."""
         spec = self.component
-        return (FieldRange("arm.tile", 0, spec.entries - 1), FieldRange("arm.threshold", 0, self.max_threshold),
+        return (FieldRange("arm.tile", 0, spec.entries - 1), FieldRange("arm.threshold", 1, self.max_threshold),
                 FieldRange("arm.dma_cmd", 0, 2 ** spec.dma_cmd_width - 1),
                 FieldRange("update.tile", 0, spec.entries - 1), FieldRange("update.source", 0, 1))
 
@@ -85,9 +86,12 @@ class TrackerTrace(TraceBench):
     def stimulus(self, rng: random.Random, cycles: int):
         spec = self.component
         stim = Stimulus(cycles, ["arm", "update"])
-        # Every ninth segment is cut by a reset during the table's reset sweep.
-        segments = plan_segments(stim, rng, mean_cycles=12_000, first_cycles=3_000, short_every=9,
+        # Every tenth segment is cut by a reset during the table's reset sweep (ten: coprime
+        # with the nine matrix cells and the three-segment error cycle, so that the short
+        # segments take a different cell and error slot each time).
+        segments = plan_segments(stim, rng, mean_cycles=12_000, first_cycles=3_000, short_every=10,
                                  short_cycles=max(2, spec.reset_cycles // 2))
+        self.segments = segments
         sink_ready(stim, "trigger", segments, rng)
         for seg in segments:
             if seg.index:
