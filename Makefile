@@ -96,7 +96,7 @@ synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench
 
-mutate: $(STAMP) iverilog cxx ## Mutation check: realistic RTL bugs, each must fail its tests (sim_results/mutation.md; ONLY=regex; about 8 min)
+mutate: $(STAMP) iverilog cxx ## Mutation check: realistic RTL bugs, each must fail its tests (sim_results/mutation.md; ONLY=regex; its time is in the table)
 	$(PY) -m tb.mutate --baseline $(if $(ONLY),--only '$(ONLY)')
 
 docs: $(STAMP) ## The documentation site (MkDocs; warnings are errors; references generated from the code) into build/site/
