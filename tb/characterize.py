@@ -178,7 +178,9 @@ def ring_bank_streams(cycles: int = 40_000, seed: int = 11) -> tuple[list[list[t
     bench = RingTrace()
     bench.bank_writes = []
     # Its own folder: make test runs the ring's own trace test beside this one.
-    run_trace(bench, cycles=cycles, seed=seed, folder=REPO_ROOT / "sim_build" / "trace" / "ring-characterize")
+    # A measurement, not the ring's verification run (test_trace_ring): its bins need not all be hit.
+    run_trace(bench, cycles=cycles, seed=seed, folder=REPO_ROOT / "sim_build" / "trace" / "ring-characterize",
+              require_coverage=False)
     streams: list[list[tuple[int, int]]] = [[] for _ in range(bench.gpus)]
     for gpu, _, addr, op in bench.bank_writes:
         streams[gpu].append((addr, 1 if op == 1 else 0))
