@@ -6,15 +6,15 @@ the slice's ``gemm``, ``gemm_remote`` and ``gemm_read`` take the sink mode). Eac
 draws a GEMM: mostly a small one that finishes (1-40 tiles, 1-8 per wave, 1-6 k-steps of
 1-5 cycles, a buffer of at least a wave, some stage-1 tiles), but in most segments one or
 two setup fields are drawn over their whole documented range (:func:`field_ranges`), a
-third of those at one of its ends, and one field, in turn, at one of its ends (a k-step
-of 513 to 2,559 cycles, or a GEMM of just over the highest power of two below the most reads
-a GEMM can ask for, which needs the read counters' top bit); one segment
-in five is invalid (a zero field or a
-buffer smaller than a wave). Coverage bins prove both ends of every field were run, and
-that a tile's 33rd k-step started and a k-step of more than 512 cycles ran to its end (the
-upper bits of the k-step and cycle counters). ``run`` rises a few cycles into the segment. The read data
-comes back as random ``valid`` pulses (the source only counts them). Store payloads are
-random, a tenth of them untracked (a zeroing write, which needs no credit).
+third of those at one of its ends; and each segment puts one field, in turn, at one of its
+ends, or runs a k-step of 513 to 2,559 cycles, or a GEMM of just over the highest power of
+two below the most reads a GEMM can ask for. One segment in five is invalid (a zero field
+or a buffer smaller than a wave). Coverage bins prove both ends of every field were
+configured, and the counters' upper bits ran: a tile's 33rd k-step, a k-step of more than
+512 cycles to its end, a GEMM of that many reads past its 256th read. ``run`` rises a few
+cycles into the segment. The read data comes back as random ``valid`` pulses (the source
+only counts them). Store payloads are random, a tenth of them untracked (a zeroing write,
+which needs no credit).
 
 Replay: :class:`~tb.gemm_source.model.GemmSourceModel` computes every output of every
 cycle out of reset from the recorded inputs: every ``valid`` and ``ready``, the pass-through
