@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test install-check docs soak formal report sweep sensitivity peers dram-validation crosscheck characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test install-check docs soak formal report sweep sensitivity peers dram-validation crosscheck crosscheck-rows characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -77,6 +77,9 @@ dram-validation: $(STAMP) ## The row-aware DRAM channel against closed forms, pu
 
 crosscheck: $(STAMP) iverilog cxx ## The model against the RTL ring running a staged GEMM + RS, full sizes (sim_results/crosscheck.md)
 	$(PY) -m system_model crosscheck --rtl --size full --out sim_results
+
+crosscheck-rows: $(STAMP) iverilog cxx ## The same behind the harness's DRAM-like memory (sim_results/crosscheck_rows.md; exits 1 while the model misses)
+	$(PY) -m system_model crosscheck --rtl --rows --size full --out sim_results
 
 characterize: $(STAMP) iverilog ## Measure the RTL timing into sim_results/rtl_timing.json (seconds)
 	$(PY) -m tb.characterize

@@ -177,7 +177,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Configure the model to the RTL ring's micro-system and compare cycles. Examples: "
                     "'python -m system_model crosscheck' (recorded RTL results, sim_results/crosscheck.json); "
                     "'python -m system_model crosscheck --rtl' (run every RTL scenario first: Verilator, minutes); "
-                    "'python -m system_model crosscheck --rtl --size quick --only memory_heavy'.")
+                    "'python -m system_model crosscheck --rtl --size quick --only memory_heavy'; "
+                    "'python -m system_model crosscheck --rows' (the DRAM-like memory behind every slice, "
+                    "sim_results/crosscheck_rows.json).")
+    crosscheck.add_argument("--rows", action="store_true",
+                            help="the scenarios behind the harness's DRAM-like memory (banks and rows) instead of "
+                                 "the block RAM: crosscheck_rows.md/.json")
     crosscheck.add_argument("--out", type=_folder, default=Path("sim_results"),
                             help="output folder (default: %(default)s)")
     crosscheck.add_argument("--rtl", action="store_true", help="run the RTL scenarios (else read the recorded ones)")
@@ -190,7 +195,8 @@ def _parser() -> argparse.ArgumentParser:
                             help="with --rtl: one schedule only (a replay; nothing is written)")
     crosscheck.add_argument("--seed", type=int, default=None, help="with --rtl: data seed of the RTL runs (default: 1)")
     crosscheck.add_argument("--recorded", type=Path, default=None,
-                            help="recorded RTL results to read (default: sim_results/crosscheck.json)")
+                            help="recorded RTL results to read (default: sim_results/crosscheck.json, "
+                                 "with --rows crosscheck_rows.json)")
     peers = sub.add_parser(
         "peers", help="T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs: who "
                       "wins where (peers.md/.csv/.json, peers_heatmap.png/.svg, peers_validation.md)",
@@ -341,6 +347,7 @@ def _peers(args) -> int:
 
 def _crosscheck(args) -> int:
     import json
+    from dataclasses import asdict
 
     _repository_on_path()
     try:
@@ -350,29 +357,34 @@ def _crosscheck(args) -> int:
     from .studies.report import _git_commit
 
     started = time.perf_counter()
+    rows = xc.ROWS if args.rows else None
+    name = "crosscheck_rows" if args.rows else "crosscheck"
     if args.rtl:
         def show(run):
             print(f"RTL {run['scenario']}, N={run['gpus']}, {run['schedule']}: {run['total_cycles']:,} cycles "
                   f"({run['wall_s']:.1f} s)", file=sys.stderr, flush=True)
         size, seed = args.size or "full", 1 if args.seed is None else args.seed
         runs = xc.run_rtl(size, seed=seed, only=args.only, gpus=args.gpus, progress=show,
-                          schedules=(args.schedule,) if args.schedule else xc.SCHEDULES)
+                          schedules=(args.schedule,) if args.schedule else xc.SCHEDULES, rows=rows)
         recorded = {"size": size, "seed": seed, "runs": runs}
         if args.schedule:
             return 0       # a replay of one run: its checks passed (run_scenario raises otherwise)
     else:
-        path = args.recorded or xc.CROSSCHECK_JSON
+        path = args.recorded or (xc.CROSSCHECK_ROWS_JSON if args.rows else xc.CROSSCHECK_JSON)
         if args.recorded is not None and not path.is_file():
             raise FileNotFoundError(f"--recorded: no such file: {path}")
         recorded = xc.load_recorded(path)
         for key in ("size", "runs"):
             if key not in recorded:
                 raise ValueError(f"{path}: not a crosscheck record (no {key!r})")
-    entries = [e for e in xc.entries(recorded["runs"], recorded["size"])
+        if recorded.get("rows") != (None if rows is None else asdict(rows)):
+            raise ValueError(f"{path}: recorded behind {recorded.get('rows') or 'the block RAM'}, not "
+                             f"{asdict(rows) if rows else 'the block RAM'} (--rows)")
+    entries = [e for e in xc.entries(recorded["runs"], recorded["size"], rows=rows)
                if (args.only is None or e["scenario"] == args.only) and (args.gpus is None or e["gpus"] == args.gpus)]
     if not entries:
         raise ValueError("no scenario has all of its RTL runs (t3, t3_mca, sequential)")
-    text = xc.crosscheck_markdown(entries)
+    text = xc.crosscheck_markdown(entries, rows)
     print(text)
     bad = xc.violations(entries)
     print("within tolerance on every scenario" if not bad else "outside tolerance:\n  " + "\n  ".join(bad))
@@ -384,10 +396,11 @@ def _crosscheck(args) -> int:
                   "seconds": round(time.perf_counter() - started, 1) if args.rtl else recorded.get("seconds"),
                   "commit": _git_commit() if args.rtl else recorded.get("commit"),
                   "tolerances": {"total": xc.TOLERANCE_TOTAL, "mca_points": xc.TOLERANCE_MCA_POINTS},
+                  **({"rows": asdict(rows)} if rows else {}),
                   "runs": recorded["runs"], "entries": [{k: v for k, v in e.items() if k != "rtl"} for e in entries]}
-        (args.out / "crosscheck.json").write_text(json.dumps(record, indent=1) + "\n")
-        (args.out / "crosscheck.md").write_text(text)
-        print(f"wrote {args.out / 'crosscheck.json'} and {args.out / 'crosscheck.md'}")
+        (args.out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+        (args.out / f"{name}.md").write_text(text)
+        print(f"wrote {args.out / (name + '.json')} and {args.out / (name + '.md')}")
     return status
 
 

@@ -41,12 +41,13 @@ def test_a_miss_waits_miss_cycles_and_a_hit_goes_at_once():
     assert _run(RowTiming(banks=1, row_beats=1, miss_cycles=1), [5, 5, 6, 6]) == [0, 1, 0, 1]
 
 
-@pytest.mark.parametrize("banks,row_beats,miss", [(1, 1, 1), (4, 16, 8), (2, 8, 28), (16, 4, 3)])
-def test_matches_the_rule_on_random_offers(banks, row_beats, miss):
-    seed = derive_seed("row_bank", banks, row_beats, miss)
+@pytest.mark.parametrize("banks,row_beats,miss,bank_hash", [(1, 1, 1, True), (4, 16, 8, True), (4, 16, 8, False),
+                                                             (2, 8, 28, True), (16, 4, 3, True), (16, 4, 3, False)])
+def test_matches_the_rule_on_random_offers(banks, row_beats, miss, bank_hash):
+    seed = derive_seed("row_bank", banks, row_beats, miss, bank_hash)
     print(f"SEED-derived seed {seed}")
     rng = random.Random(seed)
-    t = RowTiming(banks=banks, row_beats=row_beats, miss_cycles=miss)
+    t = RowTiming(banks=banks, row_beats=row_beats, miss_cycles=miss, bank_hash=bank_hash)
     offers: list[int | None] = []
     while len(offers) < 3000:
         # Offers held for a while (as the slice holds one until its grant), switched at random.

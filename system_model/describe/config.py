@@ -16,7 +16,7 @@ from .kernels import GemmKernelConfig
 from .models import WorkloadConfig
 from .units import check_int_range, check_range
 
-__all__ = ["ArbiterConfig", "PeerConfig", "StudyConfig", "DRAM_MODELS"]
+__all__ = ["ArbiterConfig", "PeerConfig", "CycleRows", "StudyConfig", "DRAM_MODELS"]
 
 #: How the timeline serves the DRAM (``StudyConfig.dram_model``).
 DRAM_MODELS = ("fluid", "rows", "cycle")
@@ -71,6 +71,78 @@ class PeerConfig:
 
 
 @dataclass(frozen=True)
+class CycleRows:
+    """Row state at the cycle-level channel's door (``dram_model = "cycle"`` only): the
+    micro-system's DRAM-like memory, banks with an open row each, whose first access to
+    a closed row waits ``miss_cycles`` (precharge and activate) before it may go.
+
+    The mapping of a request address ``a`` (in requests): row ``a // (row_requests *
+    banks)``; bank ``((a // row_requests) XOR row) mod banks`` with ``bank_hash`` (the
+    permutation-based interleaving controllers use, so that the same offset in two regions
+    a stripe apart falls in different banks), else ``(a // row_requests) mod banks``. The
+    addresses each stream uses are the micro-system's (:mod:`system_model.engine.dram_door`):
+    the GEMM reads ``0, 1, 2, ...`` modulo ``bank_requests``; its stores and the DMA's reads
+    walk the chunk of the GEMM's stage, the incoming updates the next stage's.
+
+    Attributes
+    ----------
+    banks : int
+        Banks, each with its own open row.
+    row_requests : int
+        Requests (beats) in one row.
+    miss_cycles : int
+        Cycles a request to a closed row waits at the door (tRP + tRCD in a DRAM).
+    bank_requests : int
+        Requests the memory holds (the GEMM's reads wrap around it).
+    chunk_requests : int
+        Requests in one chunk of the reduce-scatter (the region a stage's stores, DMA reads
+        and updates share).
+    bank_hash : bool
+        Whether the bank is hashed with the row (see above).
+    chunk_order : tuple of int
+        The chunk each stage of the GEMM fills, in stage order (the modelled GPU's place in
+        the ring: GPU ``g`` of ``N`` fills chunk ``(g - 1 - s) mod N`` in stage ``s``); chunk
+        ``c`` is the ``chunk_requests`` addresses from ``c * chunk_requests``. Empty: a
+        chunk in the middle of the memory, away from the reads (a typical GPU).
+    """
+
+    banks: int = 4
+    row_requests: int = 16
+    miss_cycles: int = 8
+    bank_requests: int = 256
+    chunk_requests: int = 64
+    bank_hash: bool = True
+    chunk_order: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        check_int_range("banks", self.banks, 1, 64)
+        check_int_range("row_requests", self.row_requests, 1, 1 << 16)
+        check_int_range("miss_cycles", self.miss_cycles, 1, 1 << 12)
+        check_int_range("bank_requests", self.bank_requests, 2 * self.row_requests * self.banks, 1 << 32)
+        check_int_range("chunk_requests", self.chunk_requests, 1, self.bank_requests // 2)
+        if not isinstance(self.bank_hash, bool):
+            raise TypeError(f"bank_hash must be a bool, not {self.bank_hash!r}")
+        if not isinstance(self.chunk_order, tuple):
+            raise TypeError(f"chunk_order must be a tuple, not {self.chunk_order!r}")
+        for c in self.chunk_order:
+            check_int_range("chunk_order[]", c, 0, self.bank_requests // self.chunk_requests - 1)
+
+    def chunk_base(self, stage: int) -> int:
+        """First address of the chunk stage ``stage`` fills (wrapping around the order)."""
+        if not self.chunk_order:
+            stripe = self.row_requests * self.banks
+            middle = (self.bank_requests // 2) // stripe * stripe
+            return (middle + stage * self.chunk_requests) % self.bank_requests
+        return self.chunk_order[stage % len(self.chunk_order)] * self.chunk_requests
+
+    def bank_row(self, addr: int) -> tuple[int, int]:
+        """(bank, row) of a request address."""
+        row = addr // (self.row_requests * self.banks)
+        block = addr // self.row_requests
+        return ((block ^ row) if self.bank_hash else block) % self.banks, row
+
+
+@dataclass(frozen=True)
 class StudyConfig:
     """The configuration of an evaluation.
 
@@ -94,6 +166,10 @@ class StudyConfig:
         :mod:`system_model.engine.dram_rows`; not yet the default: its served fraction of a
         saturated mix is too noisy for the invariants, docs/model.md) or ``cycle`` (a channel simulated
         cycle by cycle: micro-systems whose waves last tens of cycles, the crosscheck's).
+    cycle_rows : CycleRows or None
+        With ``dram_model = "cycle"``: the channel's memory has banks and rows that pace
+        its door (the crosscheck's RTL harness with DRAM-like memory); None: every request
+        goes at the channel's rate.
     """
 
     system: SystemConfig
@@ -105,10 +181,16 @@ class StudyConfig:
     cu_sharing_cus: int = 8
     t3_blocks: bool = True
     dram_model: str = "fluid"
+    cycle_rows: CycleRows | None = None
 
     def __post_init__(self):
         if self.dram_model not in DRAM_MODELS:
             raise ValueError(f"dram_model must be one of {', '.join(DRAM_MODELS)}, not {self.dram_model!r}")
+        if self.cycle_rows is not None:
+            if not isinstance(self.cycle_rows, CycleRows):
+                raise TypeError(f"cycle_rows must be a CycleRows or None, not {self.cycle_rows!r}")
+            if self.dram_model != "cycle":
+                raise ValueError(f"cycle_rows needs dram_model 'cycle', not {self.dram_model!r}")
         check_int_range("cu_sharing_cus", self.cu_sharing_cus, 1, self.system.gpu.cus - 1)
         if not self.kernels:
             raise ValueError("kernels must hold at least one kernel")

@@ -64,6 +64,7 @@ from pathlib import Path
 from ..describe.units import check_range
 from .arbiter_policy import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 from .sim_store import SimStore, cache_path
+from .wave_rules import accrue, own_cycles, reads_needed, seeded_arrivals, starved_rest, sustained_rate
 
 __all__ = ["WaveLoad", "WaveResult", "simulate_wave", "MAX_WAVE_CYCLES", "POLICIES", "dynamic_threshold",
            "load_cache", "save_cache", "CACHE_FILE", "CycleDram"]
@@ -162,6 +163,11 @@ class WaveLoad:
     reads_first: bool = True
     forwarded_share: float = 0.0
     hop_cycles: int = 0
+    rows: object = None
+    dma_backlogged: bool = False
+    read_start: int = 0
+    stage: int = 0
+    measured_waves: int = 0
 
     @property
     def store_units(self) -> int:
@@ -175,7 +181,10 @@ class WaveLoad:
 
     @property
     def scale(self) -> float:
-        """Simulated length / real length of the representative wave."""
+        """Simulated length / real length of the representative wave (1 behind rows: the
+        addresses decide, and a scaled wave would have other ones)."""
+        if self.rows is not None:
+            return 1.0
         longest = max(self.compute_cycles, self.service_cycles, 1.0)
         return min(1.0, MAX_WAVE_CYCLES / longest)
 
@@ -202,7 +211,8 @@ class WaveLoad:
                         steps(self.update_rate, rate_step), self.update_units, steps(self.dma_rate, rate_step),
                         self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries, self.nmc_units,
                         min(self.k_steps, compute), self.reads_first, round(self.forwarded_share, 3),
-                        self.hop_cycles)
+                        self.hop_cycles, self.rows, self.dma_backlogged, self.read_start,
+                        self.stage, self.measured_waves)
 
 
 @dataclass(frozen=True)
@@ -245,6 +255,8 @@ class WaveResult:
     scale: float
     #: Mean cycles a communication request waited at the arbiter before its grant.
     mean_comm_wait_cycles: float = 0.0
+    #: Rows opened over the simulated waves (behind rows only).
+    row_misses: int = 0
 
 
 def simulate_wave(load: WaveLoad, policy: str, *, threshold: int, starvation_limit: int) -> WaveResult:
@@ -277,7 +289,8 @@ def _simulate_wave(load: WaveLoad, policy: str, threshold: int, starvation_limit
     cycles = fill + (sim.cycles - fill) / scale
     return WaveResult(cycles=cycles, comm_served_per_cycle=sim.comm_served_per_cycle, starved=sim.starved,
                       bank_utilisation=sim.bank_utilisation, mean_read_latency_cycles=sim.mean_read_latency_cycles,
-                      trace=sim.trace, scale=scale, mean_comm_wait_cycles=sim.mean_comm_wait_cycles)
+                      trace=sim.trace, scale=scale, mean_comm_wait_cycles=sim.mean_comm_wait_cycles,
+                      row_misses=sim.row_misses)
 
 
 #: Results of whole waves as asked for (in-process memo).
@@ -290,7 +303,8 @@ _STORE: dict = {}
 #: Where :func:`save_cache` keeps the simulated waves (:mod:`.sim_store`: beside the results'
 #: cache file; none when ``T3_MODEL_CACHE`` is set empty).
 CACHE_FILE = cache_path("representative_waves.pkl")
-_SOURCES = (Path(__file__), Path(__file__).with_name("arbiter_policy.py"))
+_SOURCES = tuple(Path(__file__).with_name(name) for name in ("dram_cycle.py", "arbiter_policy.py", "dram_door.py",
+                                                               "wave_rules.py"))
 
 
 def load_cache(path: Path | None = CACHE_FILE) -> int:
@@ -309,6 +323,10 @@ def save_cache(path: Path | None = CACHE_FILE) -> int:
 
 
 def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int) -> WaveResult:
+    if load.rows is not None:
+        from .dram_door import simulate_door
+        return WaveResult(**simulate_door(load, policy, threshold, starvation_limit, waves=WAVES,
+                                          trace_window=TRACE_WINDOW, starvation_cap=STARVATION_CAP))
     reads, stores, compute = max(1, round(load.reads)), round(load.stores), load.compute_cycles
     mode = POLICIES[policy] if policy != "alone" else MCA
     arbiter = MemoryArbiterModel(wait_width=16)
@@ -334,9 +352,8 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     # at most a queue's worth of requests; beyond that the sender waits (back-pressure).
     comm_buffer = depth + load.dma_burst
     # A wave the arbiter starves (see WaveResult.starved) is cut off and extrapolated.
-    # Its own length: the longest of its matrix work, its service time and its reads at
-    # the outstanding limit (Little's law).
-    own = max(compute, (reads + stores * store_units) / mu, math.ceil(reads / out_cap) * (latency + 1 / mu))
+    own = own_cycles(compute=compute, reads=reads, stores=stores, store_units=store_units, service_rate=mu,
+                     outstanding=out_cap, latency=latency)
     cap = STARVATION_CAP * (own + latency)
     starved = False
     extra = 0.0                      # cycles a starved wave would still have taken
@@ -348,15 +365,11 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
     per_dma = forwarded / dma_rate if dma_rate else 0.0
     update_rate -= forwarded
     hop = load.hop_cycles
-    in_flight: deque = deque()       # cycles at which forwarded updates arrive
-    forward_acc = 0.0
+    # The ring was running before this wave: the first hop's arrivals are already on the way
+    # (the cycles at which forwarded updates arrive).
+    seeded, forward_acc = seeded_arrivals(hop, forwarded)
+    in_flight: deque = deque(seeded)
     forwarded_arrivals = 0
-    # The ring was running before this wave: the first hop's arrivals are already on the way.
-    for c in range(hop):
-        forward_acc += forwarded
-        while forward_acc >= 1.0 - 1e-9:
-            forward_acc -= 1.0
-            in_flight.append(c)
     dma_per_cycle = dma_rate / dma_burst if dma_rate else 0.0
     spread_stores = not load.stores_nmc and stores
     store_per_cycle = stores / compute if spread_stores else 0.0
@@ -376,16 +389,14 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
         stores_due = stores_served + stores_pending + sum(1 for entry in queue if entry[0] == 1)
         while progress < compute or arrived < reads or stores_served < stores_due:
             if t - wave_start > cap:
-                # Extrapolate the wave from the GEMM's progress so far (at least one cycle's).
                 starved = True
                 if measured:
-                    extra += (t - wave_start) * (compute / max(progress, 1.0) - 1.0)
+                    extra += starved_rest(t - wave_start, compute, progress)
                 break
             # Communication arrivals, while the buffers have room.
             if update_rate:
-                update_acc += update_rate
-                while update_acc >= 1.0:
-                    update_acc -= 1.0
+                update_acc, arrivals = accrue(update_acc, update_rate)
+                for _ in range(arrivals):
                     if len(comm_pending) < comm_buffer:
                         comm_pending.append(3)
                         comm_arrived.append(t)
@@ -480,11 +491,7 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
             # Matrix work proceeds while the data it needs next has arrived: continuously, or
             # a k-step's share at a time.
             if progress < compute:
-                if steps:
-                    need = math.ceil((math.floor(progress * steps / compute) + 1) * reads / steps)
-                else:
-                    need = math.ceil((progress + 1) / compute * reads)
-                if arrived >= (reads if reads < need else need):
+                if arrived >= reads_needed(progress, compute, reads, steps):
                     progress += 1
                     if progress >= compute and epilogue_stores:
                         stores_pending += stores       # the epilogue: the tile's output, uncached
@@ -494,12 +501,10 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                     window = [0, 0, 0, 0, 0]
             t += 1
     measured_cycles = t - wave_starts[1]
-    # The sustained communication rate: what was offered, less what the buffers refused and
-    # what piled up (counting served requests instead would count a burst's boundaries).
     backlog = len(comm_pending) + sum(1 for entry in queue if entry[0] >= 2) - backlog_at_start
     # (Forwarded updates are offered as they arrive.)
-    offered = update_rate + dma_rate + forwarded_arrivals / measured_cycles
-    sustained = max(0.0, offered - (refused + max(backlog, 0)) / measured_cycles) if offered else 0.0
+    sustained = sustained_rate(offered=update_rate + dma_rate + forwarded_arrivals / measured_cycles,
+                               refused=refused, backlog=backlog, cycles=measured_cycles)
     return WaveResult(cycles=(measured_cycles + extra) / (WAVES - 1), comm_served_per_cycle=sustained,
                       starved=starved,
                       bank_utilisation=min(1.0, gemm_units / (mu * measured_cycles)),
@@ -539,7 +544,9 @@ class CycleDram:
                         dma_burst=max(1, dma_burst), service_rate=c["service_rate"],
                         latency_cycles=c["latency_cycles"], queue_entries=c["queue_entries"],
                         nmc_units=c["nmc_units"], k_steps=gemm["k_steps"], reads_first=c["reads_first"],
-                        forwarded_share=forwarded_share, hop_cycles=c.get("hop_cycles", 0))
+                        forwarded_share=forwarded_share, hop_cycles=c.get("hop_cycles", 0), rows=c.get("rows"),
+                        **({"read_start": gemm.get("read_start", 0), "stage": gemm.get("stage", 0),
+                            "measured_waves": gemm.get("waves", 0)} if c.get("rows") else {}))
 
     #: The mean wait of a communication request at the arbiter in the last wave served with
     #: communication beside the GEMM (seconds): an arrival is added in memory that much
@@ -564,3 +571,28 @@ class CycleDram:
         if update_Bps + dma_Bps > 0:
             self.comm_wait_s = result.mean_comm_wait_cycles / c["hz"]
         return result.cycles / c["hz"], result.comm_served_per_cycle * c["hz"]
+
+    def reduce_scatter_requests_per_cycle(self, link_beats_per_cycle: float, steps: int = 1) -> float:
+        """Requests per cycle the channel serves of a reduce-scatter on its own (each step's
+        DMA reads of one chunk in tile bursts, each forwarded to the next GPU, and the same
+        number of updates arriving for the chunk the next step sends), offered at the
+        link's rate; over ``steps`` steps of equal size. Behind rows the two streams take
+        turns at the door; without rows it is the offered rate, or the channel's."""
+        c = self.channel
+        rows = c.get("rows")
+        offered = 2 * link_beats_per_cycle
+        if rows is None:
+            return min(offered, c["service_rate"] / (0.5 + 0.5 * c["nmc_units"]))
+        length = max(200, 80 * rows.miss_cycles)
+        cycles = 0.0
+        for step in range(1, steps + 1):
+            load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=length, outstanding=1,
+                            update_rate=link_beats_per_cycle, update_units=c["nmc_units"],
+                            dma_rate=link_beats_per_cycle, dma_burst=max(1, round(c.get("tile_requests", 1))),
+                            service_rate=c["service_rate"], latency_cycles=c["latency_cycles"],
+                            queue_entries=c["queue_entries"], nmc_units=c["nmc_units"],
+                            reads_first=c["reads_first"], forwarded_share=1.0, hop_cycles=c.get("hop_cycles", 0),
+                            rows=rows, dma_backlogged=True, stage=step - 1)
+            served = simulate_wave(load, "round_robin", threshold=1, starvation_limit=1).comm_served_per_cycle
+            cycles += 1.0 / max(served, 1e-9)
+        return steps / cycles

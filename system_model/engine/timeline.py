@@ -50,6 +50,10 @@ RESOLUTION = 1e-9
 MAX_EVENTS = 2_000_000
 
 
+#: Rounds of the cycle-level channel's pacing fixed point behind rows (``_allocate_cycle``).
+PACE_ROUNDS = 8
+
+
 class EngineError(RuntimeError):
     """An invariant of the timeline failed: a bug in a scheme or in the engine, never an input error."""
 
@@ -385,9 +389,39 @@ class Engine:
         caps = list(self._caps)
         caps[self._dram] = math.inf
         saved = [(f, f.cap) for f in runnable]
-        # What communication is offered: paced by the GEMM as it runs alone on the channel.
+        # What communication is offered: paced by the GEMM's waves (the traffic that follows
+        # its production, here and at the ring's other GPUs, which run alike). First as the
+        # GEMM runs alone on the channel; behind rows, where the communication may slow the
+        # waves several times over, again at the pace the channel then gives them, until the
+        # two agree (a fixed point: a GEMM cannot offer what it has not produced yet).
         alone_s, _ = self.dram_model.serve(gemm.cycle, 0.0, 0.0, 0.0)
-        gemm.cap = min(gemm.static_cap, 1.0 / alone_s)
+        pace_s = alone_s
+        rounds = PACE_ROUNDS if self.dram_model.channel.get("rows") is not None else 1
+        for _ in range(rounds):
+            gemm.cap = min(gemm.static_cap, 1.0 / pace_s)
+            offered, comm, update, dma, burst, forwarded = self._offered_comm(runnable, gemm, caps)
+            wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst, forwarded)
+            if abs(wave_s - pace_s) <= 0.01 * pace_s:
+                break
+            pace_s = math.sqrt(pace_s * wave_s)
+        offered_rps = (update + dma) / self.dram_model.channel["request_bytes"]
+        scale = min(1.0, served_rps / offered_rps) if offered_rps > 0 else 1.0
+        gemm.cap = min(gemm.static_cap, 1.0 / wave_s)
+        for f, x in comm:
+            f.cap = max(x * scale, 1e-12 * max(x, 1.0))
+        try:
+            rates = allocate(runnable, caps, self.policy, self._dram)
+            for f, x in zip(runnable, rates, strict=True):
+                f.rate = x
+            self._check_interval(runnable, caps)
+            return rates
+        finally:
+            for f, cap in saved:
+                f.cap = cap
+
+    def _offered_comm(self, runnable: list[Flow], gemm: Flow, caps: list[float]):
+        """The rates the flows ask for beside ``gemm`` at its current cap, and what the
+        communication among them offers the cycle-level channel."""
         index = {id(f): i for i, f in enumerate(runnable)}
         coupled = [(f, f.coupled) for f in runnable]
         for f in runnable:
@@ -406,21 +440,7 @@ class Engine:
                 forwarded += x * min(f.cycle["update_bytes"], f.cycle["dma_bytes"])
                 burst = max(burst, f.cycle["burst_bytes"])
                 comm.append((f, x))
-        wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst, forwarded)
-        offered_rps = (update + dma) / self.dram_model.channel["request_bytes"]
-        scale = min(1.0, served_rps / offered_rps) if offered_rps > 0 else 1.0
-        gemm.cap = min(gemm.static_cap, 1.0 / wave_s)
-        for f, x in comm:
-            f.cap = max(x * scale, 1e-12 * max(x, 1.0))
-        try:
-            rates = allocate(runnable, caps, self.policy, self._dram)
-            for f, x in zip(runnable, rates, strict=True):
-                f.rate = x
-            self._check_interval(runnable, caps)
-            return rates
-        finally:
-            for f, cap in saved:
-                f.cap = cap
+        return offered, comm, update, dma, burst, forwarded
 
     def _runnable(self) -> list[Flow]:
         """The flows that can run this interval; a follower caught up with its leader's

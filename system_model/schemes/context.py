@@ -152,6 +152,9 @@ class Sublayer:
 
     def capacities(self) -> dict[str, float]:
         caps = {DRAM: self.gpu.dram_bytes_per_s, "link": self.link_Bps, "reducers": self.reducer_Bps}
+        rows = self.rows_comm_dram_Bps
+        if rows is not None:        # (intervals with a GEMM are served by the cycle channel instead)
+            caps[DRAM] = min(caps[DRAM], rows)
         if not self.in_domain:
             caps["nic"] = self.nic_Bps
         return caps
@@ -168,20 +171,45 @@ class Sublayer:
     def cycle_mode(self) -> bool:
         return self.cfg.dram_model == "cycle"
 
+    def cycle_channel(self) -> dict:
+        """What the cycle-level DRAM channel (:class:`~system_model.engine.dram_cycle.CycleDram`)
+        needs of this GPU, in cycle mode."""
+        g = self.gpu
+        channel = {"service_rate": g.channel_requests_per_cycle,
+                   "latency_cycles": max(1, round(g.dram_latency_ns * g.mc_clock_GHz)),
+                   "queue_entries": g.dram_queue_entries, "nmc_units": g.nmc_update_units,
+                   "reads_first": g.mc_reads_first, "request_bytes": g.dram_request_bytes * g.hbm_channels,
+                   "hz": g.mc_clock_GHz * 1e9}
+        # A forwarded beat: its read's latency, the hop, and the beat on the link.
+        beat_s = g.dram_request_bytes * g.hbm_channels / self.link_Bps
+        channel["hop_cycles"] = channel["latency_cycles"] + max(0, round((self.latency_s + beat_s) * channel["hz"]))
+        if self.cfg.cycle_rows is not None:
+            channel["rows"] = self.cfg.cycle_rows
+            channel["tile_requests"] = self.tile_bytes / channel["request_bytes"]
+        return channel
+
+    @functools.cached_property
+    def rows_comm_dram_Bps(self) -> float | None:
+        """DRAM bytes per second communication gets on its own from a channel with rows (cycle
+        mode with ``cycle_rows``; None otherwise): a ring step's DMA reads and the updates
+        for the next step's chunk take turns at the door, and a turn may open a row
+        (:meth:`~system_model.engine.dram_cycle.CycleDram.reduce_scatter_requests_per_cycle`,
+        offered at the link's rate)."""
+        if not self.cycle_mode or self.cfg.cycle_rows is None:
+            return None
+        from ..engine.dram_cycle import CycleDram
+        channel = self.cycle_channel()
+        per_cycle = channel["request_bytes"] * channel["hz"]
+        dram = CycleDram(channel=channel, policy="round_robin", threshold=1,
+                         starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
+        link_beats = self.link_Bps * self.transport.ce_link_efficiency / per_cycle
+        return dram.reduce_scatter_requests_per_cycle(link_beats, max(1, self.tp - 1)) * per_cycle
+
     def engine(self, policy: str = "rr", *, record: bool = False) -> Engine:
         dram = None
         if self.cycle_mode:
             from ..engine.dram_cycle import CycleDram
-            g = self.gpu
-            channel = {"service_rate": g.channel_requests_per_cycle,
-                       "latency_cycles": max(1, round(g.dram_latency_ns * g.mc_clock_GHz)),
-                       "queue_entries": g.dram_queue_entries, "nmc_units": g.nmc_update_units,
-                       "reads_first": g.mc_reads_first, "request_bytes": g.dram_request_bytes * g.hbm_channels,
-                       "hz": g.mc_clock_GHz * 1e9}
-            # A forwarded beat: its read's latency, the hop, and the beat on the link.
-            beat_s = g.dram_request_bytes * g.hbm_channels / self.link_Bps
-            channel["hop_cycles"] = channel["latency_cycles"] + max(0, round((self.latency_s + beat_s)
-                                                                              * channel["hz"]))
+            channel = self.cycle_channel()
             dram = CycleDram(channel=channel, policy="mca" if policy == "mca" else "round_robin",
                              threshold=self.cfg.arbiter.threshold,
                              starvation_limit=self.cfg.arbiter.starvation_limit_cycles)
@@ -351,11 +379,18 @@ class GemmRun:
         per_request = sub.gpu.dram_request_bytes * sub.gpu.hbm_channels
         tiles = g.wave_tiles[w]
         miss = reads / (tiles * g.cu_load_bytes_per_tile) if tiles else 0.0
+        stages = [s for s, b in g.stage_bytes_by_wave[w].items() if b > 0]
         return {"reads": reads / per_request, "stores": stored / per_request,
                 "stores_nmc": self.store_units > 1 or not g.stores_cached,
                 "compute_cycles": g.tile_compute_s * sub.gpu.mc_clock_GHz * 1e9,
                 "outstanding": max(1, round(tiles * g.prefetch_bytes_per_cu * miss / per_request)),
-                "k_steps": g.k_steps_per_tile if g.stepwise else 0}
+                "k_steps": g.k_steps_per_tile if g.stepwise else 0,
+                # Where the run's reads and stores go, for a channel with rows.
+                "read_start": round(sum(g.wave_reads[:w]) / per_request), "stage": min(stages, default=0),
+                "waves": self._segments_waves(w)}
+
+    def _segments_waves(self, w: int) -> int:
+        return next((n for first, n, _ in self.gemm.segments if first == w), 1)
 
     def _run_done(self, engine: Engine, flow: Flow) -> None:
         if self._segments:

@@ -41,10 +41,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rtl.gemm_ring import GemmRing
+from tb.gemm_ring.row_bank import RowTiming
 from tb.gemm_ring.scenarios import SCHEDULES, Scenario
 
 from ..describe.block_timing import BlockTiming, load_block_timing
-from ..describe.config import ArbiterConfig, StudyConfig
+from ..describe.config import ArbiterConfig, CycleRows, StudyConfig
 from ..describe.fabric import FabricConfig
 from ..describe.hardware import GpuConfig, SystemConfig
 from ..describe.kernels import GemmKernelConfig
@@ -56,8 +57,8 @@ from ..schemes.t3 import hardware_rs_s, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
-           "crosscheck_markdown",
-           "CROSSCHECK_JSON", "load_recorded"]
+           "crosscheck_markdown", "size_scenarios",
+           "CROSSCHECK_JSON", "CROSSCHECK_ROWS_JSON", "ROWS", "load_recorded"]
 
 #: Chosen before the first comparison (issue: "RTL–model crosscheck"): the model's total
 #: cycles within 10 % of the RTL's, and its T3-MCA-vs-round-robin difference of the RTL's
@@ -69,6 +70,18 @@ TOLERANCE_MCA_POINTS = 5.0
 NO_DIFFERENCE_POINTS = 0.5
 
 CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crosscheck.json"
+#: The same scenarios with the DRAM-like memory behind every slice (``crosscheck --rows``).
+CROSSCHECK_ROWS_JSON = CROSSCHECK_JSON.with_name("crosscheck_rows.json")
+#: The DRAM-like memory of ``crosscheck --rows``: the harness's default
+#: (:class:`tb.gemm_ring.row_bank.RowTiming`), chosen with it, before any comparison.
+ROWS = RowTiming()
+
+
+def size_scenarios(size: str, rows: RowTiming | None = None) -> list[Scenario]:
+    """The scenarios of ``size``, behind ``rows`` (None: the block RAM)."""
+    from tb.gemm_ring.scenarios import scenarios
+
+    return [replace(sc, system=replace(sc.system, rows=rows)) for sc in scenarios(size)]
 
 
 def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape, GemmKernelConfig]:
@@ -104,7 +117,13 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
                         source=f"T3Slice properties; reducer rate from {measured.source}")
     kernel = GemmKernelConfig(tile_m=sysm.tile_beats, tile_n=1, k_tile=1, prefetch_stages=2, group_rows=1,
                               compute_efficiency=1.0, bytes_per_element=beat)
+    rows = None
+    if sysm.rows is not None:     # the harness's DRAM-like memory (tb.gemm_ring.row_bank), beat = request
+        rows = CycleRows(banks=sysm.rows.banks, row_requests=sysm.rows.row_beats, miss_cycles=sysm.rows.miss_cycles,
+                         bank_requests=s.nmc.depth, chunk_requests=g.tiles_per_stage * sysm.tile_beats,
+                         bank_hash=sysm.rows.bank_hash)
     cfg = StudyConfig(system=system, block=block, kernels=(kernel,), cu_sharing_cus=1, dram_model="cycle",
+                      cycle_rows=rows,
                       arbiter=ArbiterConfig(starvation_limit_cycles=sysm.starvation_limit, threshold=sysm.threshold))
     tiles = g.tiles(sysm.gpus)
     waves = math.ceil(tiles / g.tiles_per_wave)
@@ -133,11 +152,26 @@ class Prediction:
 
 def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     """The model's cycles for every schedule of :data:`SCHEDULES` (``change``, one of
-    :data:`PERTURBATIONS`, alters the micro-system's configuration and GEMM first)."""
+    :data:`PERTURBATIONS`, alters the micro-system's configuration and GEMM first).
+
+    Behind rows the GPUs are not alike: GPU ``g`` fills chunk ``(g - 1 - s) mod N`` in stage
+    ``s`` while its reads sweep the whole memory, so its stores meet its reads in other
+    banks and rows than its neighbours' do. Each GPU is modelled with its own chunks and the
+    slowest sets the cycles (the RTL's figures are the last GPU's)."""
     cfg, gemm, shape, kernel = micro_study(scenario)
     if change is not None:
         cfg, gemm = change(cfg, gemm)
     n = scenario.system.gpus
+    if cfg.cycle_rows is None:
+        return _predict_gpu(cfg, gemm, shape, kernel, n)
+    per_gpu = [_predict_gpu(replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple(
+        (g - 1 - s) % n for s in range(n)))), gemm, shape, kernel, n) for g in range(n)]
+    return {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu))
+            for k in SCHEDULES}
+
+
+def _predict_gpu(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig,
+                 n: int) -> dict[str, Prediction]:
     hz = cfg.system.gpu.mc_clock_GHz * 1e9
     sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
     # The RTL's GEMM always writes near-memory updates (T3's, and the sequential schedule's
@@ -181,10 +215,14 @@ def load_recorded(path: Path = CROSSCHECK_JSON) -> dict:
     return json.loads(path.read_text())
 
 
-def crosscheck_markdown(entries: list[dict]) -> str:
-    """The crosscheck table (``entries``: per scenario its label, RTL figures and comparison)."""
+def crosscheck_markdown(entries: list[dict], rows: RowTiming | None = None) -> str:
+    """The crosscheck table (``entries``: per scenario its label, RTL figures and comparison;
+    ``rows``: the DRAM-like memory they ran behind, None: the block RAM)."""
+    memory = ("" if rows is None else
+              f" behind DRAM-like memory ({rows.banks} banks, {rows.row_beats}-beat rows, "
+              f"{rows.miss_cycles}-cycle row miss)")
     lines = [
-        "# Crosscheck: the system model against the RTL ring running a staged GEMM + reduce-scatter",
+        f"# Crosscheck: the system model against the RTL ring running a staged GEMM + reduce-scatter{memory}",
         "",
         f"Tolerances (chosen before the first comparison): total cycles within {TOLERANCE_TOTAL:.0%}; "
         f"T3-MCA vs round-robin difference of the RTL's sign (none when the RTL's is below "
@@ -192,8 +230,8 @@ def crosscheck_markdown(entries: list[dict]) -> str:
         "Cycles are memory-controller cycles from the GEMM's launch to the last GPU's last notify.",
         "",
         "| scenario | GPUs | tiles/GPU | schedule | RTL cycles | model cycles | error | RTL GEMM | model GEMM "
-        "| RTL comm wait max | RTL bank util. |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| RTL comm wait max | RTL bank util. |" + (" RTL row misses |" if rows else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if rows else ""),
     ]
     for e in entries:
         for schedule in SCHEDULES:
@@ -201,7 +239,7 @@ def crosscheck_markdown(entries: list[dict]) -> str:
             lines.append(f"| {e['scenario']} | {e['gpus']} | {e['tiles_per_gpu']} | {schedule} "
                          f"| {row['rtl_cycles']:,} | {row['model_cycles']:,.0f} | {row['error']:+.1%} "
                          f"| {row['rtl_gemm_cycles']:,} | {row['model_gemm_cycles']:,.0f} | {run['comm_wait_max']} "
-                         f"| {run['bank_utilisation']:.2f} |")
+                         f"| {run['bank_utilisation']:.2f} |" + (f" {run['row_misses']:,} |" if rows else ""))
     lines += ["", "Speedups (cycles of the slower schedule over the faster one's):", "",
               "| scenario | GPUs | T3-MCA over T3, RTL | T3-MCA over T3, model | T3 over seq., RTL "
               "| T3 over seq., model | T3-MCA over seq., RTL | T3-MCA over seq., model |",
@@ -211,17 +249,20 @@ def crosscheck_markdown(entries: list[dict]) -> str:
         lines.append(f"| {e['scenario']} | {e['gpus']} | {r['mca_over_rr']:.3f}x | {m['mca_over_rr']:.3f}x "
                      f"| {r['t3_over_sequential']:.3f}x | {m['t3_over_sequential']:.3f}x "
                      f"| {r['mca_over_sequential']:.3f}x | {m['mca_over_sequential']:.3f}x |")
+    bad = violations(entries)
+    if bad:
+        lines += ["", f"Outside tolerance ({len(bad)}):", ""] + [f"* {v}" for v in bad]
     return "\n".join(lines) + "\n"
 
 
 def run_rtl(size: str, *, seed: int = 1, only: str | None = None, gpus: int | None = None,
-            schedules: tuple[str, ...] = SCHEDULES, progress=None) -> list[dict]:
-    """Run the RTL scenarios of ``size`` (needs the trace simulator: Verilator or Icarus)."""
+            schedules: tuple[str, ...] = SCHEDULES, progress=None, rows: RowTiming | None = None) -> list[dict]:
+    """Run the RTL scenarios of ``size`` behind ``rows`` (None: the block RAM; needs the trace
+    simulator: Verilator or Icarus)."""
     from tb.gemm_ring.run import run_scenario
-    from tb.gemm_ring.scenarios import scenarios
 
     runs = []
-    for sc in scenarios(size):
+    for sc in size_scenarios(size, rows):
         if (only and sc.name != only) or (gpus and sc.system.gpus != gpus):
             continue
         for schedule in schedules:
@@ -231,13 +272,11 @@ def run_rtl(size: str, *, seed: int = 1, only: str | None = None, gpus: int | No
     return runs
 
 
-def entries(runs: list[dict], size: str, change=None) -> list[dict]:
-    """Per scenario of ``size`` with all its schedules in ``runs``: the RTL figures, the
-    model's prediction and the comparison."""
-    from tb.gemm_ring.scenarios import scenarios
-
+def entries(runs: list[dict], size: str, change=None, rows: RowTiming | None = None) -> list[dict]:
+    """Per scenario of ``size`` (behind ``rows``) with all its schedules in ``runs``: the RTL
+    figures, the model's prediction and the comparison."""
     out = []
-    for sc in scenarios(size):
+    for sc in size_scenarios(size, rows):
         rtl = {r["schedule"]: r for r in runs if r["scenario"] == sc.name and r["gpus"] == sc.system.gpus}
         if set(rtl) != set(SCHEDULES):
             continue

@@ -10,8 +10,13 @@ the data still comes from the slice's block RAM, so every word stays bit-exact.
 
 The rule (:class:`RowTiming`; a word address ``a``, the slice's beat address):
 
-* mapping ``row | bank | column``: column ``a mod row_beats``, bank
-  ``(a // row_beats) mod banks``, row ``a // (row_beats * banks)``;
+* mapping ``row | bank | column``: column ``a mod row_beats``, row ``a // (row_beats *
+  banks)``, bank ``((a // row_beats) XOR row) mod banks`` (``bank_hash``, the default) or
+  ``(a // row_beats) mod banks``. The XOR is the permutation-based interleaving real
+  controllers use (Zhang, Zhu and Zhang, MICRO 2000): without it the same offset in two
+  chunks that start on a stripe boundary is always in one bank, so two streams walking two
+  chunks a few beats apart (a reduce-scatter's DMA reads and its incoming updates) meet in
+  one bank on almost every turn, or never, by their phase alone;
 * per bank an open row (none after reset) and a countdown;
 * in every cycle, the request offered at the door may be granted (``ready``) when its bank
   has its row open and the bank's countdown is zero. If the bank's countdown is zero and
@@ -52,15 +57,20 @@ class RowTiming:
     banks: int = 4
     row_beats: int = 16
     miss_cycles: int = 8
+    bank_hash: bool = True
 
     def __post_init__(self):
         check_power_of_two("banks", self.banks, 1, 64)
         check_power_of_two("row_beats", self.row_beats, 1, 4096)
         check_int("miss_cycles", self.miss_cycles, 1, 255)
+        if not isinstance(self.bank_hash, bool):
+            raise TypeError(f"bank_hash must be a bool, not {self.bank_hash!r}")
 
     def bank_row(self, addr: int) -> tuple[int, int]:
         """(bank, row) of a word address under the stated mapping."""
-        return (addr // self.row_beats) % self.banks, addr // (self.row_beats * self.banks)
+        row = addr // (self.row_beats * self.banks)
+        block = addr // self.row_beats
+        return ((block ^ row) if self.bank_hash else block) % self.banks, row
 
 
 class RowBankReference:
@@ -124,8 +134,10 @@ class RowBank(wiring.Component):
         addr = self.request.payload.addr
         bank = Signal(max(1, self.bank_bits))
         row = Signal(self.row_width)
-        m.d.comb += [bank.eq(addr[self.column_bits:self.column_bits + self.bank_bits] if self.bank_bits else 0),
-                     row.eq(addr[self.column_bits + self.bank_bits:])]
+        block = addr[self.column_bits:self.column_bits + self.bank_bits] if self.bank_bits else 0
+        if self.timing.bank_hash and self.bank_bits:
+            block = block ^ addr[self.column_bits + self.bank_bits:][:self.bank_bits]
+        m.d.comb += [bank.eq(block), row.eq(addr[self.column_bits + self.bank_bits:])]
         idle = count[bank] == 0
         hit = open_valid[bank] & (open_row[bank] == row)
         m.d.comb += self.ready.eq(self.request.valid & idle & hit)

@@ -91,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--banks", type=int, default=defaults.banks)
     parser.add_argument("--row-beats", type=int, default=defaults.row_beats)
     parser.add_argument("--miss-cycles", type=int, default=defaults.miss_cycles)
+    parser.add_argument("--no-bank-hash", action="store_true", help="banks from the address bits alone (no XOR "
+                                                                     "with the row)")
     args = parser.parse_args(argv)
     try:
-        timing = RowTiming(banks=args.banks, row_beats=args.row_beats, miss_cycles=args.miss_cycles)
+        timing = RowTiming(banks=args.banks, row_beats=args.row_beats, miss_cycles=args.miss_cycles,
+                           bank_hash=not args.no_bank_hash)
         chosen = [s for s in scenarios(args.size) if (args.only is None or s.name == args.only)
                   and (args.gpus is None or s.system.gpus == args.gpus)]
         if not chosen:

@@ -73,7 +73,8 @@ def replay_line(scenario: Scenario, schedule: str, seed: int) -> str:
     if rows is not None:
         return (f"replay: python -m tb.gemm_ring.row_ring --size {scenario.size} --only {scenario.name} "
                 f"--gpus {scenario.system.gpus} --schedule {schedule} --seed {seed} --banks {rows.banks} "
-                f"--row-beats {rows.row_beats} --miss-cycles {rows.miss_cycles}")
+                f"--row-beats {rows.row_beats} --miss-cycles {rows.miss_cycles}"
+                + ("" if rows.bank_hash else " --no-bank-hash"))
     return (f"replay: python -m system_model crosscheck --rtl --size {scenario.size} --only {scenario.name} "
             f"--gpus {scenario.system.gpus} --schedule {schedule} --seed {seed}")
 
@@ -142,7 +143,8 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
             src["remote"].add(packet_p.pack(write))
         for k, addr in enumerate(sch.readback):
             src["host_read"].add(addr, after=(f"notify__{g}", S - 1) if k == 0 else None)
-    rows = "" if sysm.rows is None else f"_rows{sysm.rows.banks}x{sysm.rows.row_beats}m{sysm.rows.miss_cycles}"
+    rows = "" if sysm.rows is None else (f"_rows{sysm.rows.banks}x{sysm.rows.row_beats}m{sysm.rows.miss_cycles}"
+                                         f"{'h' if sysm.rows.bank_hash else ''}")
     folder = REPO_ROOT / "sim_build" / "gemm_ring" / f"n{n}_cpb{sysm.link_cycles_per_beat}_t{S}_c{cycles}{rows}"
     record, layout = run_harness(folder, verilog, ports, stim, [], simulator=simulator,
                                  run_name=f"{scenario.name}_{schedule}")

@@ -1,0 +1,141 @@
+"""The cycle-level channel behind rows (``system_model.engine.dram_door``): the door's rule
+against hand-counted cycles, closed forms of streams through it, bounds on random waves,
+and the reduce-scatter's rate behind rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from system_model.describe.config import CycleRows, StudyConfig
+from system_model.engine.dram_cycle import CycleDram, WaveLoad, simulate_wave
+from system_model.engine.dram_door import DoorRows
+
+ROWS = CycleRows(banks=4, row_requests=16, miss_cycles=8, bank_requests=1024, chunk_requests=64)
+STREAM = WaveLoad(reads=256, stores=0, stores_nmc=False, compute_cycles=1, outstanding=1024, update_rate=0.0,
+                  update_units=1, dma_rate=0.0, dma_burst=4, service_rate=1.0, latency_cycles=10, queue_entries=8,
+                  nmc_units=1, reads_first=False, rows=ROWS)
+
+
+def offers(door: DoorRows, addresses: list[int], limit: int = 1000) -> list[int]:
+    """The cycles in which each address, offered in turn until it goes, is granted."""
+    granted, t = [], 0
+    for a in addresses:
+        while not door.cycle(a):
+            t += 1
+            assert t < limit
+        granted.append(t)
+        t += 1
+    return granted
+
+
+def test_a_closed_row_waits_its_miss_cycles_then_hits_go_every_cycle():
+    rows = CycleRows(banks=2, row_requests=8, miss_cycles=5, bank_requests=64, chunk_requests=8)
+    assert offers(DoorRows(rows), list(range(8))) == [5, 6, 7, 8, 9, 10, 11, 12]
+
+
+def test_two_rows_of_one_bank_in_turn_pay_a_miss_each():
+    rows = CycleRows(banks=2, row_requests=8, miss_cycles=5, bank_requests=64, chunk_requests=8, bank_hash=False)
+    # Addresses 0 and 16: bank 0, rows 0 and 1.
+    granted = offers(DoorRows(rows), [0, 16, 0, 16])
+    assert [b - a for a, b in zip([-1] + granted[:-1], granted, strict=True)] == [6, 6, 6, 6]
+
+
+def test_two_banks_in_turn_keep_both_rows_open():
+    rows = CycleRows(banks=2, row_requests=8, miss_cycles=5, bank_requests=64, chunk_requests=8, bank_hash=False)
+    # Addresses 0 and 8: banks 0 and 1, each opened once.
+    door = DoorRows(rows)
+    granted = offers(door, [0, 8, 0, 8, 0, 8])
+    assert granted[2:] == [granted[1] + 1, granted[1] + 2, granted[1] + 3, granted[1] + 4]
+    assert door.misses == 2
+
+
+def test_the_bank_hash_puts_one_offset_of_two_rows_in_two_banks():
+    plain, hashed = (CycleRows(banks=4, row_requests=16, bank_requests=256, bank_hash=h) for h in (False, True))
+    for offset in range(64):
+        a, b = offset, offset + 64                   # the same offset a stripe (one row) apart
+        assert plain.bank_row(a)[0] == plain.bank_row(b)[0]
+        assert hashed.bank_row(a)[0] != hashed.bank_row(b)[0]
+        assert hashed.bank_row(a)[1] == plain.bank_row(a)[1] == 0 and hashed.bank_row(b)[1] == 1
+    # Within a row the hash permutes the banks: a stripe still covers every bank once.
+    assert sorted(hashed.bank_row(64 + 16 * k)[0] for k in range(4)) == [0, 1, 2, 3]
+
+
+def test_a_streaming_read_wave_pays_one_miss_per_row():
+    # 256 sequential reads: 16 rows, each opened while the stream waits (one offer at a time).
+    r = simulate_wave(STREAM, "alone", threshold=1, starvation_limit=1)
+    want = 256 + 256 // 16 * 8 + STREAM.latency_cycles
+    assert r.cycles == pytest.approx(want, rel=0.03)
+    assert r.scale == 1.0
+
+
+def test_reads_alternating_with_stores_in_one_bank_open_a_row_each():
+    # One bank: the reads in row 0, the stores in the chunk at the middle of the memory (row 2).
+    rows = CycleRows(banks=1, row_requests=64, miss_cycles=8, bank_requests=256, chunk_requests=64)
+    load = replace(STREAM, reads=32, stores=32, stores_nmc=True, rows=rows)
+    alternating = simulate_wave(load, "alone", threshold=1, starvation_limit=1)
+    assert alternating.cycles == pytest.approx(64 * (8 + 1), rel=0.10)
+    reads_first = simulate_wave(replace(load, reads_first=True), "alone", threshold=1, starvation_limit=1)
+    assert reads_first.cycles < alternating.cycles / 4
+
+
+@settings(max_examples=40, deadline=None)
+@given(reads=st.integers(1, 120), stores=st.integers(0, 40), compute=st.integers(1, 400),
+       outstanding=st.integers(1, 64), banks=st.sampled_from([1, 2, 4, 8]), row=st.sampled_from([4, 16, 64]),
+       miss=st.integers(1, 20), update=st.floats(0.0, 0.4), dma=st.floats(0.0, 0.4),
+       policy=st.sampled_from(["alone", "round_robin", "mca"]), reads_first=st.booleans())
+def test_random_waves_behind_rows_keep_their_bounds(reads, stores, compute, outstanding, banks, row, miss, update,
+                                                    dma, policy, reads_first):
+    """A wave is never shorter than its matrix work or its requests at one per cycle, and
+    communication is never served above what was offered."""
+    rows = CycleRows(banks=banks, row_requests=row, miss_cycles=miss, bank_requests=4 * banks * row,
+                     chunk_requests=banks * row)
+    load = replace(STREAM, reads=reads, stores=stores, stores_nmc=True, compute_cycles=compute,
+                   outstanding=outstanding, update_rate=update, dma_rate=dma, reads_first=reads_first, rows=rows,
+                   k_steps=min(4, compute))
+    r = simulate_wave(load, policy, threshold=4, starvation_limit=16)
+    assert r.cycles >= max(compute, reads + stores) - 1
+    simulated = load.representative()          # arrival rates rounded to 0.5% of the service rate
+    offered = 0.0 if policy == "alone" else simulated.update_rate + simulated.dma_rate
+    assert r.comm_served_per_cycle <= offered + 1e-9
+    assert 0.0 <= r.bank_utilisation <= 1.0
+
+
+def channel(rows: CycleRows | None) -> dict:
+    out = {"service_rate": 1.0, "latency_cycles": 10, "queue_entries": 8, "nmc_units": 1, "reads_first": False,
+           "request_bytes": 8, "hz": 1e9, "hop_cycles": 46, "tile_requests": 4}
+    return out if rows is None else {**out, "rows": rows}
+
+
+def test_a_reduce_scatter_alone_gets_the_link_without_rows_and_no_more_behind_them():
+    free = CycleDram(channel=channel(None), policy="round_robin", threshold=1, starvation_limit=64)
+    assert free.reduce_scatter_requests_per_cycle(0.25) == pytest.approx(0.5)
+    assert free.reduce_scatter_requests_per_cycle(1.0) == pytest.approx(1.0)
+    behind = CycleDram(channel=channel(ROWS), policy="round_robin", threshold=1, starvation_limit=64)
+    rate = behind.reduce_scatter_requests_per_cycle(0.25)
+    assert 0.0 < rate <= 0.5 + 1e-9
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("banks", 0, "banks must be between 1 and 64"),
+    ("miss_cycles", 0, "miss_cycles must be between 1 and 4096"),
+    ("bank_requests", 100, "bank_requests must be between 128 and"),
+    ("chunk_requests", 1000, "chunk_requests must be between 1 and 512"),
+])
+def test_bad_rows(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        replace(ROWS, **{field: value})
+
+
+def test_rows_need_the_cycle_channel():
+    from system_model.describe.presets import DESCRIPTIONS, PAPER_PRESET
+
+    cfg = DESCRIPTIONS[PAPER_PRESET].study_config()
+    with pytest.raises(ValueError, match="cycle_rows needs dram_model 'cycle', not 'fluid'"):
+        replace(cfg, cycle_rows=ROWS)
+    assert replace(cfg, dram_model="cycle", cycle_rows=ROWS).cycle_rows == ROWS
+    with pytest.raises(TypeError, match="cycle_rows must be a CycleRows"):
+        StudyConfig(system=cfg.system, block=cfg.block, dram_model="cycle", cycle_rows=(4, 16))
