@@ -64,6 +64,18 @@ def test_the_bank_hash_puts_one_offset_of_two_rows_in_two_banks():
     assert sorted(hashed.bank_row(64 + 16 * k)[0] for k in range(4)) == [0, 1, 2, 3]
 
 
+def test_the_bank_hash_folds_every_row_bit():
+    # Chunks of 4 stripes (the full crosscheck's 256 requests): rows 0, 4, 8, 12 differ only
+    # above the row's low digit, so hashing that digit alone would put one offset of all
+    # four chunks in one bank. The fold (0 ^ 0, 0 ^ 1, 0 ^ 2, 0 ^ 3) puts each in its own.
+    hashed = CycleRows(banks=4, row_requests=16, bank_requests=1024, chunk_requests=256)
+    for offset in range(256):
+        assert sorted(hashed.bank_row(offset + 256 * c)[0] for c in range(4)) == [0, 1, 2, 3]
+    # Three digits: row 0b01_10_11 folds to 1 ^ 2 ^ 3 = 0.
+    assert hashed.bank_row(0b011011 * 64) == (0, 0b011011)
+    assert hashed.bank_row(0b011011 * 64 + 16) == (1, 0b011011)
+
+
 def test_a_streaming_read_wave_pays_one_miss_per_row():
     # 256 sequential reads: 16 rows, each opened while the stream waits (one offer at a time).
     r = simulate_wave(STREAM, "alone", threshold=1, starvation_limit=1)

@@ -41,6 +41,18 @@ def test_a_miss_waits_miss_cycles_and_a_hit_goes_at_once():
     assert _run(RowTiming(banks=1, row_beats=1, miss_cycles=1), [5, 5, 6, 6]) == [0, 1, 0, 1]
 
 
+def test_the_hash_folds_every_row_bit_into_the_bank():
+    # Row 27 = 0b01_10_11 folds to 1 ^ 2 ^ 3 = 0: its first stripe is in bank 0, the bank of
+    # word 0 (row 0), so the two rows take turns in one bank and every switch is a miss. With
+    # the row's low digit alone (3) it would be bank 3, and word 0's row would stay open.
+    t = RowTiming(banks=4, row_beats=16, miss_cycles=3)
+    far = 27 * 64
+    assert t.bank_row(far) == (0, 27)
+    assert _run(t, [0] * 4 + [far] * 4 + [0] * 4, addr_width=12) == [0, 0, 0, 1] * 3
+    # Its second stripe (block 1) is bank 1, away from word 0's.
+    assert _run(t, [0] * 4 + [far + 16] * 4 + [0] * 2, addr_width=12) == [0, 0, 0, 1] * 2 + [1, 1]
+
+
 @pytest.mark.parametrize("banks,row_beats,miss,bank_hash", [(1, 1, 1, True), (4, 16, 8, True), (4, 16, 8, False),
                                                              (2, 8, 28, True), (16, 4, 3, True), (16, 4, 3, False)])
 def test_matches_the_rule_on_random_offers(banks, row_beats, miss, bank_hash):

@@ -77,9 +77,12 @@ class CycleRows:
     a closed row waits ``miss_cycles`` (precharge and activate) before it may go.
 
     The mapping of a request address ``a`` (in requests): row ``a // (row_requests *
-    banks)``; bank ``((a // row_requests) XOR row) mod banks`` with ``bank_hash`` (the
-    permutation-based interleaving controllers use, so that the same offset in two regions
-    a stripe apart falls in different banks), else ``(a // row_requests) mod banks``. The
+    banks)``; bank ``((a // row_requests) XOR fold(row)) mod banks`` with ``bank_hash``,
+    else ``(a // row_requests) mod banks``. ``fold(row)`` is the XOR of the row's digits in
+    base ``banks`` (its bits ``log2(banks)`` at a time): the permutation-based interleaving
+    controllers use, hashing every row bit as GPU address maps do, so that the same offset
+    in two regions any whole number of stripes apart falls in different banks (with the
+    row's low digit alone, regions ``banks`` rows apart would share their banks). The
     addresses each stream uses are the micro-system's (:mod:`system_model.engine.dram_door`):
     the GEMM reads ``0, 1, 2, ...`` modulo ``bank_requests``; its stores and the DMA's reads
     walk the chunk of the GEMM's stage, the incoming updates the next stage's.
@@ -139,7 +142,13 @@ class CycleRows:
         """(bank, row) of a request address."""
         row = addr // (self.row_requests * self.banks)
         block = addr // self.row_requests
-        return ((block ^ row) if self.bank_hash else block) % self.banks, row
+        if not self.bank_hash:
+            return block % self.banks, row
+        folded, digits = 0, row
+        while digits and self.banks > 1:
+            folded ^= digits % self.banks
+            digits //= self.banks
+        return (block ^ folded) % self.banks, row
 
 
 @dataclass(frozen=True)

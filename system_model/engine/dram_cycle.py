@@ -51,7 +51,8 @@ queue depth) with the policy, the threshold and the starvation limit (the last t
 for T3-MCA). Waves of the same rates share a key whatever their length, so a sweep over
 links and HBM reuses most simulations. :func:`save_cache` keeps the simulated waves in
 the user's cache folder (beside the results' cache), tagged with a hash of this module and of
-the golden arbiter model, so that a changed model never reads stale results.
+the golden arbiter model (and of the configuration module, which states the door's address
+mapping), so that a changed model never reads stale results.
 """
 
 from __future__ import annotations
@@ -200,8 +201,11 @@ class WaveLoad:
         scale = self.scale
         compute = max(1, round(self.compute_cycles * scale))
         # (Of the wave itself: a floor of half the longest wave rounded the crosscheck's
-        # 8-read waves to 10.)
-        step = max(1.0, 0.01 * self.service_rate * max(compute, self.service_cycles * scale))
+        # 8-read waves to 10.) Behind rows whole requests: the 1% step made the crosscheck's
+        # 16-read waves 15.36, simulated as 15 reads, so every wave's reads and stores
+        # started a request earlier in their rows than the RTL's.
+        step = 1.0 if self.rows is not None else max(1.0, 0.01 * self.service_rate * max(
+            compute, self.service_cycles * scale))
         rate_step = 0.005 * self.service_rate
 
         def steps(x: float, size: float) -> float:
@@ -304,7 +308,9 @@ _STORE: dict = {}
 #: cache file; none when ``T3_MODEL_CACHE`` is set empty).
 CACHE_FILE = cache_path("representative_waves.pkl")
 _SOURCES = tuple(Path(__file__).with_name(name) for name in ("dram_cycle.py", "arbiter_policy.py", "dram_door.py",
-                                                               "wave_rules.py"))
+                                                               "wave_rules.py")) + (
+    # The door's address mapping (CycleRows.bank_row) is stated with the configuration.
+    Path(__file__).parent.parent / "describe" / "config.py",)
 
 
 def load_cache(path: Path | None = CACHE_FILE) -> int:

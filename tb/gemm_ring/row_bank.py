@@ -11,12 +11,17 @@ the data still comes from the slice's block RAM, so every word stays bit-exact.
 The rule (:class:`RowTiming`; a word address ``a``, the slice's beat address):
 
 * mapping ``row | bank | column``: column ``a mod row_beats``, row ``a // (row_beats *
-  banks)``, bank ``((a // row_beats) XOR row) mod banks`` (``bank_hash``, the default) or
-  ``(a // row_beats) mod banks``. The XOR is the permutation-based interleaving real
-  controllers use (Zhang, Zhu and Zhang, MICRO 2000): without it the same offset in two
-  chunks that start on a stripe boundary is always in one bank, so two streams walking two
-  chunks a few beats apart (a reduce-scatter's DMA reads and its incoming updates) meet in
-  one bank on almost every turn, or never, by their phase alone;
+  banks)``, bank ``((a // row_beats) XOR fold(row)) mod banks`` (``bank_hash``, the
+  default) or ``(a // row_beats) mod banks``, where ``fold(row)`` is the XOR of the row's
+  bits taken ``log2(banks)`` at a time (the row's low bits, XOR the next ones, ...). The
+  XOR is the permutation-based interleaving real controllers use (Zhang, Zhu and Zhang,
+  MICRO 2000): without it the same offset in two chunks that start on a stripe boundary is
+  always in one bank, so two streams walking two chunks a few beats apart (a
+  reduce-scatter's DMA reads and its incoming updates) meet in one bank on almost every
+  turn, or never, by their phase alone. The fold takes every row bit, as GPU address maps
+  hash many high bits into the channel and bank: with the row's low bits alone, chunks
+  ``banks`` rows apart (the crosscheck's 256-beat chunks, 4 rows of 4 banks) would again
+  share their banks offset for offset;
 * per bank an open row (none after reset) and a countdown;
 * in every cycle, the request offered at the door may be granted (``ready``) when its bank
   has its row open and the bank's countdown is zero. If the bank's countdown is zero and
@@ -70,7 +75,13 @@ class RowTiming:
         """(bank, row) of a word address under the stated mapping."""
         row = addr // (self.row_beats * self.banks)
         block = addr // self.row_beats
-        return ((block ^ row) if self.bank_hash else block) % self.banks, row
+        if not self.bank_hash:
+            return block % self.banks, row
+        folded, rest = 0, row
+        while rest and self.banks > 1:
+            folded ^= rest % self.banks
+            rest //= self.banks
+        return (block ^ folded) % self.banks, row
 
 
 class RowBankReference:
@@ -136,7 +147,9 @@ class RowBank(wiring.Component):
         row = Signal(self.row_width)
         block = addr[self.column_bits:self.column_bits + self.bank_bits] if self.bank_bits else 0
         if self.timing.bank_hash and self.bank_bits:
-            block = block ^ addr[self.column_bits + self.bank_bits:][:self.bank_bits]
+            row_bits = addr[self.column_bits + self.bank_bits:]
+            for low in range(0, len(row_bits), self.bank_bits):
+                block = block ^ row_bits[low:low + self.bank_bits]
         m.d.comb += [bank.eq(block), row.eq(addr[self.column_bits + self.bank_bits:])]
         idle = count[bank] == 0
         hit = open_valid[bank] & (open_row[bank] == row)
