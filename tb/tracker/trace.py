@@ -236,7 +236,7 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
     spent = 0
     # Each error twice, on two tiles: the sticky flag must keep the first one's tile.
     errors_left = [*ERRORS, *ERRORS] if with_errors else []
-    zero_tiles = rng.sample(range(spec.entries), 2)
+    zero_tile = rng.randrange(spec.entries)     # the first zero-threshold arm's (any tile)
     pending: list[int] = []             # tiles to arm next (the stray update's, see below)
     # Half the error segments raise their first two errors in one cycle: a re-arm of an
     # armed tile beside an update of a never-armed one (both flags rise together).
@@ -270,7 +270,7 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
                         update.add(bench._update(never_armed[0], 1), gap=0, after=("arm", open_tiles[tile][0]),
                                    same_cycle=True)
                 elif error == "err_zero_threshold" and error in errors_left:
-                    arm.add(bench._arm(zero_tiles.pop(), 0, 1), gap=0)
+                    arm.add(bench._arm(zero_tile, 0, 1), gap=0)
                 elif error == "err_zero_threshold":
                     # The second: with an update of its (unarmed) tile in the arm's cycle,
                     # which the zero threshold must not arm (two errors at once).
