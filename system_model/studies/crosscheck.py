@@ -51,9 +51,10 @@ from ..describe.hardware import GpuConfig, SystemConfig
 from ..describe.kernels import GemmKernelConfig
 from ..describe.models import GemmShape
 from ..describe.transport import TransportConfig
+from ..engine.timeline import Flow
 from ..kernels.gemm import GemmTiming
 from ..schemes.context import GemmRun, Sublayer
-from ..schemes.t3 import hardware_rs_s, t3_ring
+from ..schemes.t3 import forward_demand, hardware_rs_end_s, hardware_rs_s, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
@@ -164,10 +165,43 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     n = scenario.system.gpus
     if cfg.cycle_rows is None:
         return _predict_gpu(cfg, gemm, shape, kernel, n)
-    per_gpu = [_predict_gpu(replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple(
-        (g - 1 - s) % n for s in range(n)))), gemm, shape, kernel, n) for g in range(n)]
-    return {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu))
-            for k in SCHEDULES}
+    configs = [replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple((g - 1 - s) % n for s in range(n))))
+               for g in range(n)]
+    per_gpu = [_predict_gpu(c, gemm, shape, kernel, n) for c in configs]
+    out = {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu))
+           for k in ("t3", "t3_mca")}
+    # Sequential, the ring jointly: each GPU starts its reduce-scatter as its own GEMM ends,
+    # so its updates reach the next GPU while that one's GEMM may still run behind the same
+    # rows, and the ring's steps follow the GEMMs' ends (not the last one's).
+    hz = cfg.system.gpu.mc_clock_GHz * 1e9
+    alone = [p["sequential"].gemm_cycles / hz for p in per_gpu]
+    ends = [_gemm_with_arrivals_s(c, gemm, shape, kernel, n, alone[g - 1]) if alone[g - 1] < alone[g] else alone[g]
+            for g, c in enumerate(configs)]
+    sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
+    out["sequential"] = Prediction(hardware_rs_end_s(sub, ends) * hz, max(ends) * hz)
+    return out
+
+
+def _gemm_with_arrivals_s(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig, n: int,
+                          arrivals_from_s: float) -> float:
+    """The GEMM alone until ``arrivals_from_s``, then beside the previous GPU's
+    reduce-scatter arriving as near-memory updates at the reduce-scatter's rate (its
+    ``N - 1`` chunks): when the GEMM ends."""
+    sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
+    engine = sub.engine("rr")
+    run = GemmRun(sub, gemm, store_units=cfg.system.gpu.nmc_update_units)
+    run.start(engine)
+    # What an arrival needs here (its update and the reducer), at the rate the sender's
+    # steps go (its DMA read, the link, the update: hardware_rs_s's rate).
+    landing = {r: a for r, a in forward_demand(sub, dma_read=False, efficiency=1.0).items() if r not in ("link", "nic")}
+    caps = sub.capacities()
+    sender = forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    rate = min(caps[r] / a for r, a in sender.items() if r in caps and a > 0)
+    arrivals = Flow("reduce-scatter arrivals", (n - 1) * sub.chunk, landing, cap=rate, lane="link",
+                    cycle=sub.comm_cycle(dma_read=False))
+    engine.at(arrivals_from_s, lambda e: e.start(arrivals) if run.end_s is None else None)
+    engine.run()
+    return run.end_s
 
 
 def _predict_gpu(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig,
