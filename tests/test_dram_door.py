@@ -131,8 +131,28 @@ def test_a_reduce_scatter_alone_gets_the_link_without_rows_and_no_more_behind_th
     assert 0.0 < rate <= 0.5 + 1e-9
 
 
+def test_a_reduce_scatter_behind_rows_is_averaged_over_the_neighbours_phase():
+    """Where the previous GPU reads against this one is not known (their GEMMs end apart):
+    the rate is between the slowest and the fastest phase's, and the phase matters (some
+    lags put the arriving updates in the DMA's bank on another row)."""
+    behind = CycleDram(channel=channel(ROWS), policy="round_robin", threshold=1, starvation_limit=64)
+    rate = behind.reduce_scatter_requests_per_cycle(0.25)
+    base = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=640, outstanding=1, update_rate=0.25,
+                    update_units=1, dma_rate=0.25, dma_burst=4, service_rate=1.0, latency_cycles=10, queue_entries=8,
+                    nmc_units=1, reads_first=False, forwarded_share=1.0, hop_cycles=46, rows=ROWS,
+                    dma_backlogged=True)
+    served = [simulate_wave(replace(base, update_lag_requests=lag), "round_robin", threshold=1,
+                            starvation_limit=1).comm_served_per_cycle for lag in range(0, 64, 4)]
+    assert min(served) <= rate + 1e-9 and rate <= max(served) + 1e-9
+    assert max(served) > 1.2 * min(served)
+    # The lag moves the arriving updates: the DMA reads are where they were.
+    load = replace(base, update_lag_requests=20)
+    assert load.representative().update_lag_requests == 20
+
+
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("banks", 0, "banks must be between 1 and 64"),
+    ("banks", 3, "banks must be a power of two, not 3"),
     ("miss_cycles", 0, "miss_cycles must be between 1 and 4096"),
     ("bank_requests", 100, "bank_requests must be between 128 and"),
     ("chunk_requests", 1000, "chunk_requests must be between 1 and 512"),

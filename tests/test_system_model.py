@@ -252,6 +252,10 @@ def test_hardware_ring_with_gpus_starting_apart_by_hand():
     assert hardware_rs_s(sub) < want < late + hardware_rs_s(sub)
     with pytest.raises(ValueError, match="one start per GPU"):
         hardware_rs_end_s(sub, [0.0] * 3)
+    # A start that is not a time is named, wherever it sits (a NaN once vanished in a max()).
+    for bad in (float("nan"), float("inf"), -1.0, "x", True):
+        with pytest.raises(ValueError, match=r"starts_s\[1\] must be a time of at least 0 s"):
+            hardware_rs_end_s(sub, [0.0, bad, 0.0, 0.0])
 
 
 # -- block timing from the RTL --------------------------------------------------------------------

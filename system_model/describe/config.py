@@ -78,11 +78,13 @@ class CycleRows:
 
     The mapping of a request address ``a`` (in requests): row ``a // (row_requests *
     banks)``; bank ``((a // row_requests) XOR fold(row)) mod banks`` with ``bank_hash``,
-    else ``(a // row_requests) mod banks``. ``fold(row)`` is the XOR of the row's digits in
-    base ``banks`` (its bits ``log2(banks)`` at a time): the permutation-based interleaving
-    controllers use, hashing every row bit as GPU address maps do, so that the same offset
-    in two regions any whole number of stripes apart falls in different banks (with the
-    row's low digit alone, regions ``banks`` rows apart would share their banks). The
+    else ``(a // row_requests) mod banks``. ``fold(row)`` is the XOR of the row's bits
+    ``log2(banks)`` at a time: the permutation-based interleaving controllers use, hashing
+    every row bit as GPU address maps do. The same offset of two regions then falls in
+    different banks unless their rows fold alike: always for rows 1 to ``banks - 1`` apart
+    (as with the row's low bits alone), and now also for regions ``banks`` rows apart
+    (the crosscheck's chunks of 4 rows of 4 banks), which the low bits alone put in one
+    bank offset for offset; rows that fold alike still meet (rows 0 and 5 of 4 banks). The
     addresses each stream uses are the micro-system's (:mod:`system_model.engine.dram_door`):
     the GEMM reads ``0, 1, 2, ...`` modulo ``bank_requests``; its stores and the DMA's reads
     walk the chunk of the GEMM's stage, the incoming updates the next stage's.
@@ -90,7 +92,8 @@ class CycleRows:
     Attributes
     ----------
     banks : int
-        Banks, each with its own open row.
+        Banks, each with its own open row: a power of two (the mapping takes the bank from
+        address bits).
     row_requests : int
         Requests (beats) in one row.
     miss_cycles : int
@@ -119,6 +122,8 @@ class CycleRows:
 
     def __post_init__(self):
         check_int_range("banks", self.banks, 1, 64)
+        if self.banks & (self.banks - 1):
+            raise ValueError(f"banks must be a power of two, not {self.banks}")
         check_int_range("row_requests", self.row_requests, 1, 1 << 16)
         check_int_range("miss_cycles", self.miss_cycles, 1, 1 << 12)
         check_int_range("bank_requests", self.bank_requests, 2 * self.row_requests * self.banks, 1 << 32)

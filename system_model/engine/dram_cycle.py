@@ -145,6 +145,9 @@ class WaveLoad:
     hop_cycles : int
         Cycles from a DMA read's service to its update's arrival at the next GPU (the
         read's latency, the link's latency and one beat on the link).
+    update_lag_requests : int
+        Behind rows: how many requests the forwarded updates' offsets in their chunk trail
+        this GPU's DMA reads' (0: the previous GPU reads where this one does, in step).
     """
 
     reads: float
@@ -169,6 +172,7 @@ class WaveLoad:
     read_start: int = 0
     stage: int = 0
     measured_waves: int = 0
+    update_lag_requests: int = 0
 
     @property
     def store_units(self) -> int:
@@ -194,7 +198,8 @@ class WaveLoad:
 
         Compute cycles are scaled by :attr:`scale` and rounded to whole cycles; reads and
         stores are scaled too and rounded to steps of 1% of what the channel can serve in
-        the simulated wave; the outstanding limit to two significant digits; the arrival
+        the simulated wave (behind rows, whole requests: there the addresses decide); the
+        outstanding limit to two significant digits; the arrival
         rates to 0.5% of the service rate. Waves of the same rates and limits share a key,
         however long they are, so a sweep reuses most of its simulations.
         """
@@ -216,7 +221,7 @@ class WaveLoad:
                         self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries, self.nmc_units,
                         min(self.k_steps, compute), self.reads_first, round(self.forwarded_share, 3),
                         self.hop_cycles, self.rows, self.dma_backlogged, self.read_start,
-                        self.stage, self.measured_waves)
+                        self.stage, self.measured_waves, self.update_lag_requests)
 
 
 @dataclass(frozen=True)
@@ -590,15 +595,23 @@ class CycleDram:
         if rows is None:
             return min(offered, c["service_rate"] / (0.5 + 0.5 * c["nmc_units"]))
         length = max(200, 80 * rows.miss_cycles)
+        burst = max(1, round(c.get("tile_requests", 1)))
+        # Where the previous GPU reads, against this one, is set by when each started (their
+        # GEMMs end apart): every tile's place in a stripe of the banks is as likely, and
+        # each step takes the mean of their times.
+        lags = range(0, rows.row_requests * rows.banks, burst)
         cycles = 0.0
         for step in range(1, steps + 1):
-            load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=length, outstanding=1,
-                            update_rate=link_beats_per_cycle, update_units=c["nmc_units"],
-                            dma_rate=link_beats_per_cycle, dma_burst=max(1, round(c.get("tile_requests", 1))),
-                            service_rate=c["service_rate"], latency_cycles=c["latency_cycles"],
-                            queue_entries=c["queue_entries"], nmc_units=c["nmc_units"],
-                            reads_first=c["reads_first"], forwarded_share=1.0, hop_cycles=c.get("hop_cycles", 0),
-                            rows=rows, dma_backlogged=True, stage=step - 1)
-            served = simulate_wave(load, "round_robin", threshold=1, starvation_limit=1).comm_served_per_cycle
-            cycles += 1.0 / max(served, 1e-9)
+            per_lag = []
+            for lag in lags:
+                load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=length, outstanding=1,
+                                update_rate=link_beats_per_cycle, update_units=c["nmc_units"],
+                                dma_rate=link_beats_per_cycle, dma_burst=burst,
+                                service_rate=c["service_rate"], latency_cycles=c["latency_cycles"],
+                                queue_entries=c["queue_entries"], nmc_units=c["nmc_units"],
+                                reads_first=c["reads_first"], forwarded_share=1.0, hop_cycles=c.get("hop_cycles", 0),
+                                rows=rows, dma_backlogged=True, stage=step - 1, update_lag_requests=lag)
+                served = simulate_wave(load, "round_robin", threshold=1, starvation_limit=1).comm_served_per_cycle
+                per_lag.append(1.0 / max(served, 1e-9))
+            cycles += sum(per_lag) / len(per_lag)
         return steps / cycles

@@ -148,8 +148,9 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     update_rate -= forwarded
     hop = load.hop_cycles
     seeded, forward_acc = seeded_arrivals(hop, forwarded)      # the ring ran before this wave
+    lag = load.update_lag_requests
     for c in seeded:
-        in_flight.append((c, update_base + update_index % chunk))
+        in_flight.append((c, update_base + (update_index - lag) % chunk))
         update_index += 1
     dma_per_cycle = dma_rate / dma_burst if dma_rate else 0.0
     spread_stores = not load.stores_nmc and stores
@@ -279,7 +280,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                     forward_acc += per_dma
                     while forward_acc >= 1.0 - 1e-9:
                         forward_acc -= 1.0
-                        in_flight.append((t + hop, update_base + (addr - dma_base) % chunk))
+                        in_flight.append((t + hop, update_base + (addr - dma_base - lag) % chunk))
                 door_busy = math.ceil((update_units if held == "u" else 1) / mu) - 1
                 last_comm, held = held, None
             # The GEMM writes the compute FIFO (seen by the arbiter from the next cycle).

@@ -336,6 +336,9 @@ def hardware_rs_end_s(sub: Sublayer, starts_s: list[float]) -> float:
     n = len(starts_s)
     if n != sub.tp:
         raise ValueError(f"starts_s must have one start per GPU ({sub.tp}), not {n}")
+    for g, start in enumerate(starts_s):
+        if isinstance(start, bool) or not isinstance(start, int | float) or not 0.0 <= start < math.inf:
+            raise ValueError(f"starts_s[{g}] must be a time of at least 0 s, not {start!r}")
     if n < 2:
         return max(starts_s, default=0.0)
     rate, trigger_s, hop, chunk, tile = _rs_terms(sub)

@@ -236,7 +236,9 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
     spent = 0
     # Each error twice, on two tiles: the sticky flag must keep the first one's tile.
     errors_left = [*ERRORS, *ERRORS] if with_errors else []
-    zero_tile = rng.randrange(spec.entries)     # the first zero-threshold arm's (any tile)
+    # The first zero-threshold arm's tile: any but the second's (never_armed[2]), so that
+    # the sticky flag's tile tells the two apart.
+    zero_tile = rng.choice([t for t in range(spec.entries) if t not in never_armed[2:]])
     pending: list[int] = []             # tiles to arm next (the stray update's, see below)
     # Half the error segments raise their first two errors in one cycle: a re-arm of an
     # armed tile beside an update of a never-armed one (both flags rise together).
