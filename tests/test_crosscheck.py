@@ -209,6 +209,19 @@ def test_committed_rows_table_is_current():
     assert xc.CROSSCHECK_ROWS_JSON.with_suffix(".md").read_text() == table
 
 
+def test_arrivals_from_the_previous_gpu_slow_a_gemm_behind_rows_only_while_it_runs():
+    """The sequential schedule behind rows: a GEMM beside the previous GPU's reduce-scatter
+    arrivals ends later than alone when they start with it, and exactly as alone when they
+    start after it has ended."""
+    sc = next(s for s in xc.size_scenarios("quick", xc.ROWS) if s.name == "memory_heavy")
+    cfg, gemm, shape, kernel = xc.micro_study(sc)
+    n = sc.system.gpus
+    alone = xc._gemm_with_arrivals_s(cfg, gemm, shape, kernel, n, 1.0)     # a second: long after
+    assert xc._gemm_with_arrivals_s(cfg, gemm, shape, kernel, n, 0.0) > 1.02 * alone
+    assert xc._gemm_with_arrivals_s(cfg, gemm, shape, kernel, n, 0.5 * alone) > alone
+    assert xc._gemm_with_arrivals_s(cfg, gemm, shape, kernel, n, 2 * alone) == pytest.approx(alone, rel=1e-12)
+
+
 def test_micro_system_behind_rows_reads_the_harness():
     """The model's rows are the harness memory's, its bank the slice's, its chunk the ring's;
     each GPU is modelled with the chunks it fills (GPU g fills chunk g - 1 - s in stage s)."""

@@ -22,7 +22,7 @@ from system_model.kernels.collectives import crossings, hardware_rs_crossings, p
 from system_model.kernels.gemm import gemm_timing, stage_tile_rows, tile_order, wave_traffic
 from system_model.schemes import BOUNDS, PAPER_SCHEMES, evaluate
 from system_model.schemes.context import Sublayer
-from system_model.schemes.t3 import hardware_rs_end_s, hardware_rs_on_timeline, hardware_rs_s, t3_ring
+from system_model.schemes.t3 import hardware_rs_on_timeline, hardware_rs_s, t3_ring
 from system_model.studies.study import PAPER_FIGURES, run_study, study_points, summarise
 
 
@@ -224,38 +224,6 @@ def test_hardware_ring_has_no_flags():
     assert rate < block.reducer_bytes_per_s(gpu.mc_clock_GHz, gpu.hbm_channels) and rate < 5e12
     assert hardware_rs_s(fast) == pytest.approx(start + 3 * chunk / rate + 1e-6 + write)
     assert hardware_rs_on_timeline(fast) == pytest.approx(hardware_rs_s(fast), rel=1e-9)
-
-
-def test_hardware_ring_with_gpus_starting_apart_by_hand():
-    """GPUs whose GEMMs end apart (the crosscheck's sequential schedule): each step ends a
-    chunk after the GPU's previous one, or a hop, a trigger and a tile after the previous
-    GPU's, whichever is later."""
-    sub = _toy_sublayer(TOY_FABRIC)
-    gpu, block = sub.gpu, sub.block
-    chunk, tile, hop = 2e6, 128 * 128 * 2, 1e-6
-    trigger = (block.trigger_cycles + block.dma_issue_cycles) / (gpu.mc_clock_GHz * 1e9) + 400e-9
-    write = block.reducer_write_cycles / (gpu.mc_clock_GHz * 1e9)
-    c = chunk / 50e9
-    # Equal starts: the closed form, shifted.
-    assert hardware_rs_end_s(sub, [5e-6] * 4) == pytest.approx(5e-6 + hardware_rs_s(sub))
-    # GPU 1 starts 100 us late (a chunk is 40 us): its own steps go from there, and GPU 2's
-    # second step and GPU 3's third wait for them, a hop and a trigger and a tile each;
-    # GPU 1's own three chunks end last.
-    late = 100e-6
-    step1 = [trigger + c, late + trigger + c, trigger + c, trigger + c]
-    step2 = [max(step1[g] + c, step1[g - 1] + hop + trigger + tile / 50e9) for g in range(4)]
-    step3 = [max(step2[g] + c, step2[g - 1] + hop + trigger + tile / 50e9) for g in range(4)]
-    want = max(step3) + hop + write
-    assert max(step3) == pytest.approx(late + trigger + 3 * c) and step3[2] > step1[2] + 2 * c
-    assert hardware_rs_end_s(sub, [0.0, late, 0.0, 0.0]) == pytest.approx(want)
-    # Later than equal starts, but less than one late start plus the whole ring alone.
-    assert hardware_rs_s(sub) < want < late + hardware_rs_s(sub)
-    with pytest.raises(ValueError, match="one start per GPU"):
-        hardware_rs_end_s(sub, [0.0] * 3)
-    # A start that is not a time is named, wherever it sits (a NaN once vanished in a max()).
-    for bad in (float("nan"), float("inf"), -1.0, "x", True):
-        with pytest.raises(ValueError, match=r"starts_s\[1\] must be a time of at least 0 s"):
-            hardware_rs_end_s(sub, [0.0, bad, 0.0, 0.0])
 
 
 # -- block timing from the RTL --------------------------------------------------------------------

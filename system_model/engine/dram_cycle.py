@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..describe.units import check_range
@@ -600,18 +600,16 @@ class CycleDram:
         # GEMMs end apart): every tile's place in a stripe of the banks is as likely, and
         # each step takes the mean of their times.
         lags = range(0, rows.row_requests * rows.banks, burst)
+        step_load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=length, outstanding=1,
+                             update_rate=link_beats_per_cycle, update_units=c["nmc_units"],
+                             dma_rate=link_beats_per_cycle, dma_burst=burst, service_rate=c["service_rate"],
+                             latency_cycles=c["latency_cycles"], queue_entries=c["queue_entries"],
+                             nmc_units=c["nmc_units"], reads_first=c["reads_first"], forwarded_share=1.0,
+                             hop_cycles=c.get("hop_cycles", 0), rows=rows, dma_backlogged=True)
         cycles = 0.0
         for step in range(1, steps + 1):
-            per_lag = []
             for lag in lags:
-                load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=length, outstanding=1,
-                                update_rate=link_beats_per_cycle, update_units=c["nmc_units"],
-                                dma_rate=link_beats_per_cycle, dma_burst=burst,
-                                service_rate=c["service_rate"], latency_cycles=c["latency_cycles"],
-                                queue_entries=c["queue_entries"], nmc_units=c["nmc_units"],
-                                reads_first=c["reads_first"], forwarded_share=1.0, hop_cycles=c.get("hop_cycles", 0),
-                                rows=rows, dma_backlogged=True, stage=step - 1, update_lag_requests=lag)
+                load = replace(step_load, stage=step - 1, update_lag_requests=lag)
                 served = simulate_wave(load, "round_robin", threshold=1, starvation_limit=1).comm_served_per_cycle
-                per_lag.append(1.0 / max(served, 1e-9))
-            cycles += sum(per_lag) / len(per_lag)
+                cycles += 1.0 / max(served, 1e-9) / len(lags)
         return steps / cycles

@@ -32,7 +32,7 @@ from ..kernels.collectives import hardware_rs_crossings
 from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 
-__all__ = ["t3_ring", "forward_demand", "hardware_rs_s", "hardware_rs_end_s", "hardware_rs_on_timeline", "t3_direct",
+__all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_on_timeline", "t3_direct",
            "ideal_rs_nmc"]
 
 
@@ -46,7 +46,7 @@ def _trigger_s(sub: Sublayer) -> float:
     return t
 
 
-def forward_demand(sub: Sublayer, *, dma_read: bool, efficiency: float) -> dict[str, float]:
+def _forward_demand(sub: Sublayer, *, dma_read: bool, efficiency: float) -> dict[str, float]:
     """Resource units per byte a ring step forwards: the wire's, the DMA's read here (with
     ``dma_read``), and the update the arrival makes in memory and in a reducer."""
     u = sub.gpu.nmc_update_units
@@ -55,6 +55,20 @@ def forward_demand(sub: Sublayer, *, dma_read: bool, efficiency: float) -> dict[
     d[GRANTS] = (1.0 if dma_read else 0.0) + 1.0
     d["reducers"] = 1.0
     return d
+
+
+def arrival_demand(sub: Sublayer) -> dict[str, float]:
+    """Resource units per byte a ring step's arrival takes here: its update in memory and
+    in a reducer (the wire is the sender's)."""
+    return {r: a for r, a in _forward_demand(sub, dma_read=False, efficiency=1.0).items() if r not in ("link", "nic")}
+
+
+def ring_step_Bps(sub: Sublayer) -> float:
+    """Bytes per second a ring step of T3's reduce-scatter moves on its own: its DMA read,
+    the link and the arrival's update, whichever bounds it."""
+    demand = _forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    caps = sub.capacities()
+    return min(caps[r] / a for r, a in demand.items() if r in caps and a > 0)
 
 
 class _Production:
@@ -161,9 +175,9 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     b0 = stage_bytes[0] if tp > 1 else 0.0
     buffered = min(b0, gemm.cus * gemm.out_tile_bytes)
     on_link = (b0 - buffered) / b0 if b0 > 0 else 0.0
-    stage1 = forward_demand(sub, dma_read=False, efficiency=tr.sm_link_efficiency)
+    stage1 = _forward_demand(sub, dma_read=False, efficiency=tr.sm_link_efficiency)
     wire = {r: a for r, a in stage1.items() if r in ("link", "nic")}
-    landing = {r: a for r, a in stage1.items() if r not in ("link", "nic")}
+    landing = arrival_demand(sub)
     stage1_waves = [w for w in range(gemm.waves) if 0 in wave_stage_bytes(gemm, w)]
     arrivals = Flow("step 1 (arrivals)", b0 - buffered, landing, produced=0.0, lane="link",
                     cycle=sub.comm_cycle(dma_read=False))
@@ -221,7 +235,7 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
             e.release(f, f.work)
 
     def start_forward(s: int) -> None:
-        demand = forward_demand(sub, dma_read=True, efficiency=tr.ce_link_efficiency)
+        demand = _forward_demand(sub, dma_read=True, efficiency=tr.ce_link_efficiency)
         free = last_tile_free(s)
         hold = free is None or engine.now < free - 1e-15
         f = Flow(f"step {s + 1}", stage_bytes[s], demand, lane="link",
@@ -312,40 +326,12 @@ def hardware_rs_s(sub: Sublayer) -> float:
     them on the engine; a test holds the two equal)."""
     if sub.tp < 2:
         return 0.0
-    rate, trigger_s, hop, chunk, tile = _rs_terms(sub)
+    rate, trigger_s, hop = ring_step_Bps(sub), _trigger_s(sub), sub.latency_s
+    chunk = sub.chunk
+    tile = min(sub.tile_bytes, chunk)
     step = max(chunk / rate, hop + trigger_s + tile / rate)
     return (trigger_s + chunk / rate + (sub.tp - 2) * step + hop
             + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz))
-
-
-def _rs_terms(sub: Sublayer) -> tuple[float, float, float, float, float]:
-    """A forwarding step's rate (bytes/s), trigger, hop, chunk and tile."""
-    demand = forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
-    caps = sub.capacities()
-    rate = min(caps[r] / a for r, a in demand.items() if r in caps and a > 0)
-    return rate, _trigger_s(sub), sub.latency_s, sub.chunk, min(sub.tile_bytes, sub.chunk)
-
-
-def hardware_rs_end_s(sub: Sublayer, starts_s: list[float]) -> float:
-    """When :func:`hardware_rs_s`'s ring ends if GPU ``g`` may start only at
-    ``starts_s[g]`` (its GEMM's end: GPUs whose GEMMs end apart). Step ``k`` of GPU ``g``
-    ends a chunk after its step ``k - 1`` left the link, and no sooner than its last tile can
-    follow the previous GPU's step ``k - 1`` (a hop, a trigger and a tile after it); the last
-    step's updates land a hop and a reducer write later. With equal starts every step takes
-    ``max(chunk, hop + trigger + tile)``: :func:`hardware_rs_s`'s closed form."""
-    n = len(starts_s)
-    if n != sub.tp:
-        raise ValueError(f"starts_s must have one start per GPU ({sub.tp}), not {n}")
-    for g, start in enumerate(starts_s):
-        if isinstance(start, bool) or not isinstance(start, int | float) or not 0.0 <= start < math.inf:
-            raise ValueError(f"starts_s[{g}] must be a time of at least 0 s, not {start!r}")
-    if n < 2:
-        return max(starts_s, default=0.0)
-    rate, trigger_s, hop, chunk, tile = _rs_terms(sub)
-    ends = [start + trigger_s + chunk / rate for start in starts_s]
-    for _ in range(n - 2):
-        ends = [max(ends[g] + chunk / rate, ends[g - 1] + hop + trigger_s + tile / rate) for g in range(n)]
-    return max(ends) + hop + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
 
 
 def hardware_rs_on_timeline(sub: Sublayer) -> float:
@@ -357,7 +343,7 @@ def _hardware_rs(sub: Sublayer) -> tuple[float, Engine]:
     tp = sub.tp
     engine = sub.engine("rr")
     trigger_s, hop = _trigger_s(sub), sub.latency_s
-    demand = forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    demand = _forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
     chunk = sub.chunk
     ends = []
 

@@ -54,7 +54,7 @@ from ..describe.transport import TransportConfig
 from ..engine.timeline import Flow
 from ..kernels.gemm import GemmTiming
 from ..schemes.context import GemmRun, Sublayer
-from ..schemes.t3 import forward_demand, hardware_rs_end_s, hardware_rs_s, t3_ring
+from ..schemes.t3 import arrival_demand, hardware_rs_s, ring_step_Bps, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
@@ -172,13 +172,16 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
            for k in ("t3", "t3_mca")}
     # Sequential, the ring jointly: each GPU starts its reduce-scatter as its own GEMM ends,
     # so its updates reach the next GPU while that one's GEMM may still run behind the same
-    # rows, and the ring's steps follow the GEMMs' ends (not the last one's).
+    # rows. The ring then ends as if every GPU had started with the last: a later step ends
+    # a chunk after its own GPU's step before or a hop, a trigger and a tile after the
+    # previous GPU's, so the longest chain from any start pays max(chunk, hop + trigger +
+    # tile) per step (hardware_rs_s's step) and the latest start's is the longest.
     hz = cfg.system.gpu.mc_clock_GHz * 1e9
     alone = [p["sequential"].gemm_cycles / hz for p in per_gpu]
     ends = [_gemm_with_arrivals_s(c, gemm, shape, kernel, n, alone[g - 1]) if alone[g - 1] < alone[g] else alone[g]
             for g, c in enumerate(configs)]
     sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
-    out["sequential"] = Prediction(hardware_rs_end_s(sub, ends) * hz, max(ends) * hz)
+    out["sequential"] = Prediction((max(ends) + hardware_rs_s(sub)) * hz, max(ends) * hz)
     return out
 
 
@@ -191,14 +194,9 @@ def _gemm_with_arrivals_s(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, 
     engine = sub.engine("rr")
     run = GemmRun(sub, gemm, store_units=cfg.system.gpu.nmc_update_units)
     run.start(engine)
-    # What an arrival needs here (its update and the reducer), at the rate the sender's
-    # steps go (its DMA read, the link, the update: hardware_rs_s's rate).
-    landing = {r: a for r, a in forward_demand(sub, dma_read=False, efficiency=1.0).items() if r not in ("link", "nic")}
-    caps = sub.capacities()
-    sender = forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
-    rate = min(caps[r] / a for r, a in sender.items() if r in caps and a > 0)
-    arrivals = Flow("reduce-scatter arrivals", (n - 1) * sub.chunk, landing, cap=rate, lane="link",
-                    cycle=sub.comm_cycle(dma_read=False))
+    # An arrival's update and reducer here, at the rate the sender's steps go.
+    arrivals = Flow("reduce-scatter arrivals", (n - 1) * sub.chunk, arrival_demand(sub), cap=ring_step_Bps(sub),
+                    lane="link", cycle=sub.comm_cycle(dma_read=False))
     engine.at(arrivals_from_s, lambda e: e.start(arrivals) if run.end_s is None else None)
     engine.run()
     return run.end_s
