@@ -150,6 +150,74 @@ def test_a_reduce_scatter_behind_rows_is_averaged_over_the_neighbours_phase():
     assert load.representative().update_lag_requests == 20
 
 
+class GrantLog(DoorRows):
+    """The door, recording the address of every request it lets go (every ``True`` is a
+    grant where every request takes one unit of service)."""
+
+    granted: list[int] = []
+
+    def cycle(self, addr):
+        ready = super().cycle(addr)
+        if ready:
+            GrantLog.granted.append(addr)
+        return ready
+
+
+def grants(monkeypatch, load: WaveLoad) -> list[int]:
+    GrantLog.granted = []
+    monkeypatch.setattr("system_model.engine.dram_door.DoorRows", GrantLog)
+    simulate_wave(load, "round_robin", threshold=1, starvation_limit=1)
+    return GrantLog.granted
+
+
+#: Three chunks apart in the banks: stage 0 at 0, stage 1 at 320, stage 2 at 576.
+ORDERED = replace(ROWS, chunk_order=(0, 5, 9, 3))
+#: A stage-2 wave of 16 single-unit stores spread over it, and a DMA of 4-request tiles; no
+#: GEMM reads, no updates, so every grant is a store or a DMA read.
+DMA_WAVE = WaveLoad(reads=0, stores=16, stores_nmc=False, compute_cycles=64, outstanding=1, update_rate=0.0,
+                    update_units=1, dma_rate=0.25, dma_burst=4, service_rate=1.0, latency_cycles=10,
+                    queue_entries=8, nmc_units=1, reads_first=False, rows=ORDERED, stage=2, read_start=1,
+                    measured_waves=1)
+
+
+def test_a_dma_that_keeps_up_reads_only_tiles_the_stores_finished(monkeypatch):
+    """A wave of one tile's stores and a DMA four times as fast: the two warm-up waves store
+    the stage before's last 8 requests (376...), the measured wave the stage's first 4
+    (576...). Each is first granted to its store, in the stores' order; the DMA reads none
+    after them (it re-reads the last finished tile), and before them only the stage
+    before's earlier tiles (finished before the window)."""
+    stored = list(range(376, 384)) + list(range(576, 580))
+    log = grants(monkeypatch, replace(DMA_WAVE, stores=4, dma_rate=1.0))
+    order = [a for a in dict.fromkeys(log) if a in stored]
+    assert len(order) > 8 and order == stored[:len(order)]    # (the last stores may go after the wave)
+    assert all(320 <= a < 384 or 576 <= a < 580 for a in log)
+    assert len(log) > 2 * len(stored)                 # the DMA read them too
+
+
+def test_a_dma_a_chunk_behind_reads_the_stage_befores_tiles_in_order(monkeypatch):
+    """``dma_lag_requests`` = one chunk: in the measured wave the DMA reads the stage
+    before's chunk from its first tile (320...), which no store of this run wrote, in the
+    order the tiles finished."""
+    log = grants(monkeypatch, replace(DMA_WAVE, dma_lag_requests=64))
+    behind = [a for a in log if 320 <= a < 352]
+    assert behind and behind[0] == 320
+    assert behind == sorted(behind) == list(range(320, 320 + len(behind)))
+    assert replace(DMA_WAVE, dma_lag_requests=64).representative().dma_lag_requests == 64
+
+
+def test_a_senders_tile_arrives_whole():
+    """Updates at 0.1 per cycle arrive as 4-request tiles (one per 40 cycles), into one
+    open row: served in the 4 cycles after they land, so they wait 0, 1, 2 and 3 cycles."""
+    one_row = CycleRows(banks=1, row_requests=1024, miss_cycles=8, bank_requests=4096, chunk_requests=1024)
+    load = WaveLoad(reads=0, stores=0, stores_nmc=False, compute_cycles=400, outstanding=1, update_rate=0.1,
+                    update_units=1, dma_rate=0.0, dma_burst=4, service_rate=1.0, latency_cycles=10,
+                    queue_entries=8, nmc_units=1, reads_first=False, rows=one_row, measured_waves=1)
+    wave = simulate_wave(load, "round_robin", threshold=1, starvation_limit=1)
+    assert wave.mean_comm_wait_cycles == pytest.approx(1.5)
+    single = simulate_wave(replace(load, dma_burst=1), "round_robin", threshold=1, starvation_limit=1)
+    assert single.mean_comm_wait_cycles == pytest.approx(0.0)
+
+
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("banks", 0, "banks must be between 1 and 64"),
     ("banks", 3, "banks must be a power of two, not 3"),

@@ -148,6 +148,13 @@ class WaveLoad:
     update_lag_requests : int
         Behind rows: how many requests the forwarded updates' offsets in their chunk trail
         this GPU's DMA reads' (0: the previous GPU reads where this one does, in step).
+    dma_lag_requests : int
+        Behind rows: how far the DMA's reads trail the GEMM's stores, in requests, with the
+        stage's chunks laid end to end (0: the DMA keeps up and reads the tile the stores
+        last completed). A DMA slower than the stores reads its backlog of finished tiles
+        in the order they finished, in the stage's chunk or the chunks before, away from
+        the rows the stores have open; its forwarded updates land in the chunk after the
+        one it reads.
     """
 
     reads: float
@@ -173,6 +180,7 @@ class WaveLoad:
     stage: int = 0
     measured_waves: int = 0
     update_lag_requests: int = 0
+    dma_lag_requests: int = 0
 
     @property
     def store_units(self) -> int:
@@ -221,7 +229,7 @@ class WaveLoad:
                         self.dma_burst, self.service_rate, self.latency_cycles, self.queue_entries, self.nmc_units,
                         min(self.k_steps, compute), self.reads_first, round(self.forwarded_share, 3),
                         self.hop_cycles, self.rows, self.dma_backlogged, self.read_start,
-                        self.stage, self.measured_waves, self.update_lag_requests)
+                        self.stage, self.measured_waves, self.update_lag_requests, self.dma_lag_requests)
 
 
 @dataclass(frozen=True)
@@ -547,7 +555,7 @@ class CycleDram:
         self.threshold, self.starvation_limit = threshold, starvation_limit
 
     def load(self, gemm: dict, update_rate: float, dma_rate: float, dma_burst: int,
-             forwarded_share: float = 0.0) -> WaveLoad:
+             forwarded_share: float = 0.0, dma_lag_requests: int = 0) -> WaveLoad:
         c = self.channel
         return WaveLoad(reads=gemm["reads"], stores=gemm["stores"], stores_nmc=gemm["stores_nmc"],
                         compute_cycles=gemm["compute_cycles"], outstanding=gemm["outstanding"],
@@ -557,7 +565,8 @@ class CycleDram:
                         nmc_units=c["nmc_units"], k_steps=gemm["k_steps"], reads_first=c["reads_first"],
                         forwarded_share=forwarded_share, hop_cycles=c.get("hop_cycles", 0), rows=c.get("rows"),
                         **({"read_start": gemm.get("read_start", 0), "stage": gemm.get("stage", 0),
-                            "measured_waves": gemm.get("waves", 0)} if c.get("rows") else {}))
+                            "measured_waves": gemm.get("waves", 0), "dma_lag_requests": dma_lag_requests}
+                           if c.get("rows") else {}))
 
     #: The mean wait of a communication request at the arbiter in the last wave served with
     #: communication beside the GEMM (seconds): an arrival is added in memory that much
@@ -565,15 +574,19 @@ class CycleDram:
     comm_wait_s: float = 0.0
 
     def serve(self, gemm: dict, update_Bps: float, dma_Bps: float, burst_bytes: float,
-              forwarded_Bps: float = 0.0) -> tuple[float, float]:
+              forwarded_Bps: float = 0.0, dma_lag_bytes: float = 0.0) -> tuple[float, float]:
         """(the wave's seconds, communication requests served per second) with updates and
         DMA reads offered at these rates; ``forwarded_Bps`` of the updates are a ring's
-        forwarded data (:attr:`WaveLoad.forwarded_share`)."""
+        forwarded data (:attr:`WaveLoad.forwarded_share`), and the DMA reads trail the
+        GEMM's stores by ``dma_lag_bytes`` (:attr:`WaveLoad.dma_lag_requests`, in whole
+        tiles: under a tile it reads the tile the stores last finished)."""
         c = self.channel
         per_cycle = c["request_bytes"] * c["hz"]
         share = min(1.0, forwarded_Bps / update_Bps) if update_Bps > 0 else 0.0
+        burst = max(1, round(burst_bytes / c["request_bytes"]))
+        lag = burst * math.floor(dma_lag_bytes / c["request_bytes"] / burst) if dma_Bps > 0 else 0
         load = self.load(gemm, update_Bps / per_cycle, dma_Bps / per_cycle,
-                         round(burst_bytes / c["request_bytes"]), share)
+                         round(burst_bytes / c["request_bytes"]), share, max(0, lag))
         threshold = self.threshold
         if threshold is None:
             alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)

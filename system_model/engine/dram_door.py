@@ -26,16 +26,20 @@ decided by the controller's structure, so this channel has the micro-system's:
 The streams' addresses (requests; the micro-system's, stated here so that the model does
 not read the harness): the GEMM reads ``0, 1, 2, ...`` modulo ``bank_requests``, from
 ``WaveLoad.read_start`` (its reads so far). In stage ``s`` a GPU of the ring touches two
-chunks (``CycleRows.chunk_base``): its stores fill chunk ``s``, whose finished tiles its
-DMA reads and forwards (the tile its stores last completed), and the previous GPU's
+chunks (``CycleRows.chunk_base``): its stores fill chunk ``s``, and the previous GPU's
 updates fill chunk ``s + 1``, the tiles it will finish in the next stage (the previous GPU
 forwards chunk ``s`` of its own order, which is this GPU's ``s + 1``). Each stream walks
-its chunk in order. A forwarded update lands on the tile its DMA read had; the others (the
-previous GPU's own stores) walk the chunk from its first tile as the measured waves start
-(the previous GPU's stage starts with this one's). In a reduce-scatter alone, step ``k``
-reads chunk ``k - 1`` and receives chunk ``k`` (``stage = k - 1``). The measured waves are
-preceded by :data:`WARM_UP_WAVES` waves with the addresses of the waves before them (the
-stage before's chunk for their stores).
+its chunk in order. The DMA reads finished tiles in the order they finished (the tracker
+triggers them so, and the engine takes its commands in order), from
+``WaveLoad.dma_lag_requests`` behind the stores with the stages' chunks laid end to end:
+in chunk ``s``, or in the chunk before while it still forwards the stage before's; it
+never reads a tile the stores have not finished. A forwarded update lands on the tile its
+DMA read had, in the chunk after the one the DMA read; the others (the previous GPU's own
+stores) walk the chunk from its first tile as the measured waves start (the previous GPU's
+stage starts with this one's), a tile at a time (a tile's beats cross the link back to
+back). In a reduce-scatter alone, step ``k`` reads chunk ``k - 1`` and receives chunk ``k``
+(``stage = k - 1``). The measured waves are preceded by :data:`WARM_UP_WAVES` waves with the
+addresses of the waves before them (the stage before's chunk for their stores).
 """
 
 from __future__ import annotations
@@ -109,9 +113,9 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     store_units, update_units = load.store_units, load.update_units
     steps = load.k_steps
     chunk = rows.chunk_requests
-    # The stage's stores and the DMA's reads of its finished tiles in its chunk; the updates
-    # arriving for the next stage's chunk (the previous GPU forwards what it finished).
-    base = dma_base = rows.chunk_base(load.stage)
+    # The stage's chunk (a reduce-scatter alone's DMA reads it); the updates arriving for the
+    # next stage's chunk (the previous GPU forwards what it finished).
+    dma_base = rows.chunk_base(load.stage)
     update_base = rows.chunk_base(load.stage + 1)
 
     fifo: deque = deque()            # compute class: (is_store, addr, cycle written)
@@ -129,7 +133,16 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     # Its stores are the wave before's: the last tiles of the stage before when the measured
     # waves start a stage (a run of waves alike is a stage, or part of one).
     store_index = -WARM_UP_WAVES * stores
-    previous_chunk = rows.chunk_base(load.stage - 1) if load.read_start else base
+
+    def place(p: int) -> tuple[int, int]:
+        """Place ``p`` of the stores' walk (the stages' chunks end to end, 0 where the
+        measured waves' stores start): its address, and the first of the chunk after (where
+        the previous GPU's updates for the next stage land). The run's first stage has no
+        stage before (``read_start`` 0): its warm-up waves reuse its own chunk."""
+        k = p // chunk
+        if k < 0 and not load.read_start:
+            k = 0
+        return rows.chunk_base(load.stage + k) + p % chunk, rows.chunk_base(load.stage + k + 1)
     dma_index = update_index = 0
     update_acc = dma_acc = 0.0
     stores_pending = 0
@@ -149,6 +162,10 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     hop = load.hop_cycles
     seeded, forward_acc = seeded_arrivals(hop, forwarded)      # the ring ran before this wave
     lag = load.update_lag_requests
+    # The DMA's place among the stores' (requests, the chunks end to end; 0 where the measured
+    # waves' stores start): ``dma_lag_requests`` behind them then, as far behind in warm-up.
+    dma_lag = load.dma_lag_requests
+    dma_pos = -dma_lag - WARM_UP_WAVES * stores
     for c in seeded:
         in_flight.append((c, update_base + (update_index - lag) % chunk))
         update_index += 1
@@ -175,6 +192,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
             # The previous GPU starts the stage with this one: its stores (the updates not
             # forwarded) start at the chunk's first tile with the measured waves.
             update_index = 0
+            dma_pos = -dma_lag
         stores_due = stores_served + stores_pending + sum(1 for e in fifo if e[0])
         while progress < compute or arrived < reads or stores_served < stores_due:
             if t - wave_start > cap:
@@ -184,8 +202,9 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                 break
             # Communication arrivals, while the buffers have room.
             if update_rate:
-                update_acc, arrivals = accrue(update_acc, update_rate)
-                for _ in range(arrivals):
+                # A sender's tile arrives whole (its beats back to back on the link).
+                update_acc, arrivals = accrue(update_acc, update_rate / dma_burst)
+                for _ in range(arrivals * dma_burst):
                     if len(updates) + len(dmas) < comm_buffer:
                         updates.append((update_base + update_index % chunk, t))
                         update_index += 1
@@ -206,19 +225,20 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                     link_acc -= 1.0
                     egress -= 1
                 while len(dmas) + egress < dma_burst:
-                    dmas.append((dma_base + dma_index % chunk, t))
+                    dmas.append((dma_base + dma_index % chunk, t, update_base))
                     dma_index += 1
             elif dma_rate:
                 dma_acc += dma_per_cycle
                 while dma_acc >= 1.0:
                     dma_acc -= 1.0
                     if len(updates) + len(dmas) + dma_burst <= comm_buffer:
-                        # A tile is read once it is finished: the one the stores last completed
-                        # (they fill the same chunk), else the next in the chunk.
-                        tile = store_index // dma_burst - 1 if stores and store_index >= dma_burst else dma_index
-                        first = dma_base + (tile * dma_burst) % chunk
-                        dmas.extend((first + i, t) for i in range(dma_burst))
-                        dma_index += 1
+                        # The oldest finished tile not yet read (the tracker triggers tiles in
+                        # the order they finish), in the chunks laid end to end; never one the
+                        # stores have not finished.
+                        p = min(dma_pos, (store_index // dma_burst - 1) * dma_burst) if stores else dma_pos
+                        dma_pos = p + dma_burst
+                        first, landing = place(p)
+                        dmas.extend((first + i, t, landing) for i in range(dma_burst))
                     elif measured:
                         refused += dma_burst
             if spread_stores:
@@ -267,7 +287,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                 door_busy = math.ceil(units / mu) - 1
             elif ready and winner == COMM:
                 source = updates if held == "u" else dmas
-                addr, arrived_at = source.popleft()
+                addr, arrived_at, *landing = source.popleft()
                 if measured:
                     comm_wait_sum += t - arrived_at
                     comm_wait_n += 1
@@ -280,7 +300,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                     forward_acc += per_dma
                     while forward_acc >= 1.0 - 1e-9:
                         forward_acc -= 1.0
-                        in_flight.append((t + hop, update_base + (addr - dma_base - lag) % chunk))
+                        in_flight.append((t + hop, landing[0] + (addr - dma_base - lag) % chunk))
                 door_busy = math.ceil((update_units if held == "u" else 1) / mu) - 1
                 last_comm, held = held, None
             # The GEMM writes the compute FIFO (seen by the arbiter from the next cycle).
@@ -293,7 +313,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                     issued += 1
                     last_was_read = True
                 else:
-                    fifo.append((True, (base if store_index >= 0 else previous_chunk) + store_index % chunk, t))
+                    fifo.append((True, place(store_index)[0], t))
                     store_index += 1
                     stores_pending -= 1
                     last_was_read = False

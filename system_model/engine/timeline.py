@@ -400,7 +400,8 @@ class Engine:
         for _ in range(rounds):
             gemm.cap = min(gemm.static_cap, 1.0 / pace_s)
             offered, comm, update, dma, burst, forwarded = self._offered_comm(runnable, gemm, caps)
-            wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst, forwarded)
+            wave_s, served_rps = self.dram_model.serve(gemm.cycle, update, dma, burst, forwarded,
+                                                       self._dma_lag_bytes(comm))
             if abs(wave_s - pace_s) <= 0.01 * pace_s:
                 break
             pace_s = math.sqrt(pace_s * wave_s)
@@ -418,6 +419,12 @@ class Engine:
         finally:
             for f, cap in saved:
                 f.cap = cap
+
+    @staticmethod
+    def _dma_lag_bytes(comm: list) -> float:
+        """How far the DMA reads offered trail the GEMM's stores (the flow's ``cycle``
+        says, where it can: ``dma_lag_bytes``), the furthest behind."""
+        return max((f.cycle["dma_lag_bytes"]() for f, _ in comm if f.cycle.get("dma_lag_bytes")), default=0.0)
 
     def _offered_comm(self, runnable: list[Flow], gemm: Flow, caps: list[float]):
         """The rates the flows ask for beside ``gemm`` at its current cap, and what the

@@ -238,9 +238,15 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         demand = _forward_demand(sub, dma_read=True, efficiency=tr.ce_link_efficiency)
         free = last_tile_free(s)
         hold = free is None or engine.now < free - 1e-15
+        cycle = sub.comm_cycle(dma_read=True)
         f = Flow(f"step {s + 1}", stage_bytes[s], demand, lane="link",
-                 released=max(0.0, stage_bytes[s] - gemm.out_tile_bytes) if hold else None,
-                 cycle=sub.comm_cycle(dma_read=True))
+                 released=max(0.0, stage_bytes[s] - gemm.out_tile_bytes) if hold else None, cycle=cycle)
+        if cycle is not None and sub.cfg.cycle_rows is not None:
+            # Behind rows, where the DMA reads among the stores matters: it reads its chunk's
+            # tiles in the order they finished, as far behind the GEMM's stores (the stages'
+            # chunks end to end) as the link has left it.
+            before = sum(stage_bytes[:s])
+            cycle["dma_lag_bytes"] = lambda: max(0.0, sum(prod.produced(k) for k in range(tp)) - before - f.done)
         flows[s] = f
         prod.link(engine, s, f)
         engine.start(f, lambda e, fl: step_done(s, e.now))
