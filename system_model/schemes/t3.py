@@ -32,8 +32,8 @@ from ..kernels.collectives import hardware_rs_crossings
 from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 
-__all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_on_timeline", "t3_direct",
-           "ideal_rs_nmc"]
+__all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_from_s",
+           "ring_chains", "hardware_rs_on_timeline", "t3_direct", "ideal_rs_nmc"]
 
 
 def _trigger_s(sub: Sublayer) -> float:
@@ -338,6 +338,87 @@ def hardware_rs_s(sub: Sublayer) -> float:
     step = max(chunk / rate, hop + trigger_s + tile / rate)
     return (trigger_s + chunk / rate + (sub.tp - 2) * step + hop
             + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz))
+
+
+def hardware_rs_from_s(sub: Sublayer, doorbells_s: list[float], local_s: list[list[float]] | None = None,
+                       beside_Bps: list[float] | None = None) -> float:
+    """T3's reduce-scatter of outputs already in memory when each GPU's starts on its own
+    (``doorbells_s[g]``: GPU ``g``'s first step may go, its GEMM done; ``local_s[g][k]``:
+    when GPU ``g``'s own part of the chunk it forwards in step ``k + 1`` exists, by default
+    its doorbell): when the last GPU's chunk is complete (:func:`ring_chains`)."""
+    return ring_chains(sub, doorbells_s, local_s, beside_Bps)[0]
+
+
+def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[float]] | None = None,
+                beside_Bps: list[float] | None = None) -> tuple[float, dict[tuple[int, int], tuple]]:
+    """:func:`hardware_rs_from_s`, and every step: ``{(origin GPU, step): (GPU, start, end)}``.
+
+    Why not :func:`hardware_rs_s` after the last doorbell: the hardware forwards a tile when
+    its count is complete, not step by step. Each GPU's first chunk starts a chain through
+    the next ``N - 2`` GPUs; a GPU forwards a chain's chunk as its tiles arrive and its own
+    part exists, on a link that serves the chunks in the order they became ready. A chain
+    that reaches GPUs whose own GEMMs ended before finds their links free, and pays a hop, a
+    trigger and a tile per step rather than a chunk, so the ring may end sooner than a
+    whole reduce-scatter after the last GEMM.
+
+    Every step as in :func:`hardware_rs_s`: a chunk at the ring step's rate, or while the
+    sending or the receiving GPU's GEMM still runs (before its doorbell) at the rate the ring
+    gets beside it (``beside_Bps[g]``, the slower of the two); its first tile forwarded a
+    trigger after it arrives, its last a hop, a trigger and a tile after the previous GPU's
+    last. With every doorbell at one time it is :func:`hardware_rs_s` later."""
+    import heapq
+
+    n = sub.tp
+    if len(doorbells_s) != n:
+        raise ValueError(f"doorbells_s must have one time per GPU ({n}), not {len(doorbells_s)}")
+    if local_s is not None and (len(local_s) != n or min(map(len, local_s)) < n - 1):
+        raise ValueError(f"local_s must have one list per GPU ({n}), each of at least {n - 1} times")
+    if beside_Bps is not None and (len(beside_Bps) != n or not min(beside_Bps) > 0):
+        raise ValueError(f"beside_Bps must have one rate per GPU ({n}), each above 0")
+    if n < 2:
+        return max(doorbells_s, default=0.0), {}
+    rate, trigger_s, hop = ring_step_Bps(sub), _trigger_s(sub), sub.latency_s
+    chunk = sub.chunk
+    tile = min(sub.tile_bytes, chunk)
+    chunk_s, tile_s = chunk / rate, tile / rate
+
+    def took(g: int, start: float) -> float:
+        """A chunk from ``start`` between GPU ``g`` and the next, each at its rate until its
+        GEMM ends."""
+        if beside_Bps is None:
+            return chunk_s
+        pair = ((doorbells_s[g], beside_Bps[g]), (doorbells_s[(g + 1) % n], beside_Bps[(g + 1) % n]))
+        t, left = start, chunk
+        for until in sorted({d for d, _ in pair if d > start}) + [math.inf]:
+            r = min([rate] + [b for d, b in pair if t < d])
+            if left <= r * (until - t):
+                return t + left / r - start
+            left -= r * (until - t)
+            t = until
+        return t - start
+
+    link_free = [0.0] * n
+    steps: dict[tuple[int, int], tuple] = {}
+    last_end = 0.0
+    # (ready, origin GPU, step, the step before's end) in the order they become ready.
+    ready = [(doorbells_s[o] + trigger_s, o, 1, 0.0) for o in range(n)]
+    heapq.heapify(ready)
+    while ready:
+        at, o, k, before_end = heapq.heappop(ready)
+        g = (o + k - 1) % n
+        start = max(at, link_free[g])
+        step = took(g, start)
+        end = start + step if k == 1 else max(start + step, before_end + hop + trigger_s + tile_s)
+        link_free[g] = end
+        steps[(o, k)] = (g, start, end)
+        if k == n - 1:
+            last_end = max(last_end, end)
+            continue
+        nxt = (g + 1) % n
+        first_tile = start + tile_s + hop + trigger_s
+        own = local_s[nxt][k] if local_s is not None else doorbells_s[nxt]
+        heapq.heappush(ready, (max(first_tile, own), o, k + 1, end))
+    return last_end + hop + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz), steps
 
 
 def hardware_rs_on_timeline(sub: Sublayer) -> float:

@@ -30,7 +30,9 @@ The micro-system, field by field (each read from the RTL's parameters or propert
 
 The schedules compared: ``t3`` (round-robin arbiter), ``t3_mca``, and ``sequential`` =
 the model's ``ideal_rs_nmc`` without its all-gather (the GEMM alone, then T3's hardware
-reduce-scatter), which is what the RTL's sequential schedule runs.
+reduce-scatter), which is what the RTL's sequential schedule runs. Behind rows the GPUs'
+GEMMs end apart, and the sequential reduce-scatter is the ring of chains of
+:func:`~system_model.schemes.t3.ring_chains` from each GPU's own end (see :func:`predict`).
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ from ..describe.hardware import GpuConfig, SystemConfig
 from ..describe.kernels import GemmKernelConfig
 from ..describe.models import GemmShape
 from ..describe.transport import TransportConfig
+from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Flow
 from ..kernels.gemm import GemmTiming
 from ..schemes.context import GemmRun, Sublayer
-from ..schemes.t3 import arrival_demand, hardware_rs_s, ring_step_Bps, t3_ring
+from ..schemes.t3 import arrival_demand, hardware_rs_s, ring_chains, ring_step_Bps, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
@@ -69,6 +72,10 @@ TOLERANCE_MCA_POINTS = 5.0
 #: Added when the first results came in: the RTL's compute-bound GEMMs take exactly the same
 #: cycles under both arbiters, a difference without a sign.
 NO_DIFFERENCE_POINTS = 0.5
+
+#: Rounds of the sequential schedule's fixed point between the GEMMs and the ring's steps
+#: beside them (the totals moved by under 1% after the third at full size).
+SEQUENTIAL_ROUNDS = 3
 
 CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crosscheck.json"
 #: The same scenarios with the DRAM-like memory behind every slice (``crosscheck --rows``).
@@ -170,36 +177,73 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     per_gpu = [_predict_gpu(c, gemm, shape, kernel, n) for c in configs]
     out = {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu))
            for k in ("t3", "t3_mca")}
-    # Sequential, the ring jointly: each GPU starts its reduce-scatter as its own GEMM ends,
-    # so its updates reach the next GPU while that one's GEMM may still run behind the same
-    # rows. The ring then ends as if every GPU had started with the last: a later step ends
-    # a chunk after its own GPU's step before or a hop, a trigger and a tile after the
-    # previous GPU's, so the longest chain from any start pays max(chunk, hop + trigger +
-    # tile) per step (hardware_rs_s's step) and the latest start's is the longest.
+    # Sequential, the ring jointly (ring_chains): each GPU's first step goes as its own GEMM
+    # ends, and each chunk goes on round the ring as its tiles complete, so a GPU forwards
+    # the chains of GPUs that finished before it as soon as its own part of their chunk
+    # exists, while its GEMM may still run behind the same rows; that traffic slows the
+    # GEMM and is slowed by it. Iterated: the GEMMs beside the steps the ring's schedule put
+    # in them, the schedule again from their ends and the steps' times.
     hz = cfg.system.gpu.mc_clock_GHz * 1e9
-    alone = [p["sequential"].gemm_cycles / hz for p in per_gpu]
-    ends = [_gemm_with_arrivals_s(c, gemm, shape, kernel, n, alone[g - 1]) if alone[g - 1] < alone[g] else alone[g]
-            for g, c in enumerate(configs)]
     sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
-    out["sequential"] = Prediction((max(ends) + hardware_rs_s(sub)) * hz, max(ends) * hz)
+    runs = [_gemm_beside_ring(c, gemm, shape, kernel, n, {}, {}) for c in configs]
+    beside = None
+    for _ in range(SEQUENTIAL_ROUNDS):
+        ends = [r[0] for r in runs]
+        _, steps = ring_chains(sub, ends, [r[1] for r in runs], beside)
+        runs = [_gemm_beside_ring(c, gemm, shape, kernel, n,
+                                  {key: start for key, (x, start, _) in steps.items() if x == g and start < ends[g]},
+                                  {key: start for key, (x, start, _) in steps.items()
+                                   if (x + 1) % n == g and start < ends[g]})
+                for g, c in enumerate(configs)]
+        beside = [r[2] for r in runs]
+    ends = [r[0] for r in runs]
+    total, _ = ring_chains(sub, ends, [r[1] for r in runs], beside)
+    out["sequential"] = Prediction(total * hz, max(ends) * hz)
     return out
 
 
-def _gemm_with_arrivals_s(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig, n: int,
-                          arrivals_from_s: float) -> float:
-    """The GEMM alone until ``arrivals_from_s``, then beside the previous GPU's
-    reduce-scatter arriving as near-memory updates at the reduce-scatter's rate (its
-    ``N - 1`` chunks): when the GEMM ends."""
+def _gemm_beside_ring(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig, n: int,
+                      forwards_s: dict, arrivals_s: dict) -> tuple[float, list[float], float]:
+    """One GPU's GEMM beside the reduce-scatter steps that start while it runs: its own
+    forwards (``forwards_s``: a step's DMA reads here, from its start) and the previous
+    GPU's (``arrivals_s``: their near-memory updates here), each a chunk at the ring step's
+    rate at most. Returns when the GEMM ends, when each stage's chunk is done, and the rate
+    a step got beside it (bytes per second of a step until the GEMM's end; the ring step's
+    own rate where none ran)."""
     sub = Sublayer(cfg, shape, n, "reduce_scatter", kernel)
     engine = sub.engine("rr")
-    run = GemmRun(sub, gemm, store_units=cfg.system.gpu.nmc_update_units)
+    stage_ends: list[float] = [math.nan] * len(gemm.stage_end_waves)
+    rate, tile = ring_step_Bps(sub), sub.tile_bytes
+    started: list[tuple[Flow, float]] = []
+    beside = {"bytes": 0.0, "s": 0.0}
+
+    def wave_end(e, w: int) -> None:
+        for s, end_wave in enumerate(gemm.stage_end_waves):
+            if end_wave == w:
+                stage_ends[s] = e.now
+
+    def gemm_end(e) -> None:
+        for flow, at in started:
+            beside["bytes"] += flow.done
+            beside["s"] += e.now - at
+    run = GemmRun(sub, gemm, store_units=cfg.system.gpu.nmc_update_units, on_wave=wave_end, on_end=gemm_end,
+                  marks_at=set(gemm.stage_end_waves))
     run.start(engine)
-    # An arrival's update and reducer here, at the rate the sender's steps go.
-    arrivals = Flow("reduce-scatter arrivals", (n - 1) * sub.chunk, arrival_demand(sub), cap=ring_step_Bps(sub),
-                    lane="link", cycle=sub.comm_cycle(dma_read=False))
-    engine.at(arrivals_from_s, lambda e: e.start(arrivals) if run.end_s is None else None)
+    reads = {DRAM: 1.0, GRANTS: 1.0, **sub.ring_demand(sub.transport.ce_link_efficiency)}
+    for starts, demand, cycle in (
+            (forwards_s, reads, {"update_bytes": 0.0, "dma_bytes": 1.0, "burst_bytes": tile}),
+            (arrivals_s, arrival_demand(sub), sub.comm_cycle(dma_read=False))):
+        for key, at in starts.items():
+            flow = Flow(f"step {key}", sub.chunk, demand, cap=rate, lane="link", cycle=cycle)
+
+            def go(e, flow=flow, at=at):
+                if run.end_s is None:
+                    started.append((flow, at))
+                    e.start(flow)
+            engine.at(at, go)
     engine.run()
-    return run.end_s
+    got = beside["bytes"] / beside["s"] if beside["s"] > 0 else rate
+    return run.end_s, [run.end_s if math.isnan(t) else t for t in stage_ends], got
 
 
 def _predict_gpu(cfg: StudyConfig, gemm: GemmTiming, shape: GemmShape, kernel: GemmKernelConfig,
