@@ -265,6 +265,27 @@ def test_a_ring_whose_others_finished_long_before_pays_a_chain_not_a_reduce_scat
     assert chain_floor_s(sub) < 0.6 * hardware_rs_s(sub)
 
 
+def test_a_chain_step_after_a_slow_one_waits_for_its_last_tile():
+    """GPU 1's GEMM runs throughout and a step to or from it goes at half the ring step's
+    rate. Chain 0 crosses GPU 0 -> 1 and 1 -> 2 at half rate, then 2 -> 3 at full rate, on a
+    link that a full-rate chunk held first: it cannot end before the half-rate step's last
+    tile has arrived and triggered (a hop, a trigger and a tile after it ended)."""
+    from system_model.schemes.t3 import ring_chains
+
+    sub = ring_sub(gpus=4)
+    rate = ring_step_Bps(sub)
+    trigger = sub.block.trigger_to_link_s(sub.gpu.mc_clock_GHz) + sub.dram_latency_s
+    last_tile = sub.latency_s + trigger + min(sub.tile_bytes, sub.chunk) / rate
+    _, steps = ring_chains(sub, [0.0, 1.0, 0.0, 0.0], [[0.0] * 4 for _ in range(4)], [rate, rate / 2, rate, rate])
+    g1, start1, end1 = steps[(0, 1)]
+    g2, start2, end2 = steps[(0, 2)]
+    g3, start3, end3 = steps[(0, 3)]
+    assert (g1, g2, g3) == (0, 1, 2)
+    assert end1 - start1 == pytest.approx(2 * sub.chunk / rate) and end2 - start2 == pytest.approx(2 * sub.chunk / rate)
+    assert start3 == pytest.approx(steps[(2, 1)][2])             # GPU 2's own first chunk held its link
+    assert end3 == pytest.approx(end2 + last_tile) and end3 > start3 + sub.chunk / rate
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (([0.0] * 3,), "doorbells_s must have one time per GPU (4), not 3"),
     (([0.0] * 4, [[0.0] * 3] * 3), "local_s must have one list per GPU (4), each of at least 3 times"),
