@@ -133,6 +133,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     # Its stores are the wave before's: the last tiles of the stage before when the measured
     # waves start a stage (a run of waves alike is a stage, or part of one).
     store_index = -WARM_UP_WAVES * stores
+    stored = store_index             # the stores granted (a tile is finished once its last is)
 
     def place(p: int) -> tuple[int, int]:
         """Place ``p`` of the stores' walk (the stages' chunks end to end, 0 where the
@@ -235,7 +236,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                         # The oldest finished tile not yet read (the tracker triggers tiles in
                         # the order they finish), in the chunks laid end to end; never one the
                         # stores have not finished.
-                        p = min(dma_pos, (store_index // dma_burst - 1) * dma_burst) if stores else dma_pos
+                        p = min(dma_pos, (stored // dma_burst - 1) * dma_burst) if stores else dma_pos
                         dma_pos = p + dma_burst
                         first, landing = place(p)
                         dmas.extend((first + i, t, landing) for i in range(dma_burst))
@@ -276,6 +277,7 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                 units = store_units if is_store else 1
                 if is_store:
                     stores_served += 1
+                    stored += 1
                 else:
                     returns.append(t + latency)
                     if measured:

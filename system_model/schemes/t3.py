@@ -369,11 +369,11 @@ def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[floa
     import heapq
 
     n = sub.tp
-    if len(doorbells_s) != n:
-        raise ValueError(f"doorbells_s must have one time per GPU ({n}), not {len(doorbells_s)}")
+    if len(doorbells_s) != n or not all(math.isfinite(d) and d >= 0 for d in doorbells_s):
+        raise ValueError(f"doorbells_s must have one finite time >= 0 per GPU ({n}), not {doorbells_s}")
     if local_s is not None and (len(local_s) != n or min(map(len, local_s)) < n - 1):
         raise ValueError(f"local_s must have one list per GPU ({n}), each of at least {n - 1} times")
-    if beside_Bps is not None and (len(beside_Bps) != n or not min(beside_Bps) > 0):
+    if beside_Bps is not None and (len(beside_Bps) != n or not all(b > 0 for b in beside_Bps)):
         raise ValueError(f"beside_Bps must have one rate per GPU ({n}), each above 0")
     if n < 2:
         return max(doorbells_s, default=0.0), {}
