@@ -205,6 +205,43 @@ def test_a_dma_a_chunk_behind_reads_the_stage_befores_tiles_in_order(monkeypatch
     assert replace(DMA_WAVE, dma_lag_requests=64).representative().dma_lag_requests == 64
 
 
+def test_a_dma_never_reads_an_address_before_its_store_is_granted(monkeypatch):
+    """The review's counter-example (a quick crosscheck wave under round robin): a tile
+    counted as finished when its last store entered the compute FIFO, and the DMA read some
+    of its addresses up to 19 cycles before their stores were granted; the tracker counts
+    granted writes. Each cycle's grant: its kind from the door's per-cycle trace, its
+    address from the door's log."""
+    from system_model.engine.dram_door import simulate_door
+
+    rows = CycleRows(banks=4, row_requests=16, miss_cycles=8, bank_requests=256, chunk_requests=64,
+                     chunk_order=(1, 0, 3, 2))
+    load = WaveLoad(reads=16, stores=16, stores_nmc=True, compute_cycles=128, outstanding=16, update_rate=0.0,
+                    update_units=1, dma_rate=0.135, dma_burst=4, service_rate=1.0, latency_cycles=10,
+                    queue_entries=8, nmc_units=1, k_steps=4, reads_first=False, hop_cycles=46, rows=rows,
+                    read_start=192, stage=3, measured_waves=4)
+    cycles = []
+
+    class Logged(DoorRows):
+        def cycle(self, addr):
+            ready = super().cycle(addr)
+            cycles.append(addr if ready else None)
+            return ready
+    monkeypatch.setattr("system_model.engine.dram_door.DoorRows", Logged)
+    out = simulate_door(load, "round_robin", 1, 1, waves=0, trace_window=1, starvation_cap=20)
+    first = len(cycles) - len(out["trace"])                 # the measured waves' first cycle
+    stored, dma_reads, base = set(), 0, rows.chunk_base(3)
+    for (_, _, reads, stores, dmas, updates), addr in zip(out["trace"], cycles[first:], strict=True):
+        assert reads + stores + dmas + updates == (addr is not None)
+        if stores:
+            stored.add(addr)
+        elif dmas and base <= addr < base + 64:
+            # A tile of this stage's chunk (stored in the measured waves) is read only once
+            # its stores went; the stage before's were stored before them.
+            dma_reads += 1
+            assert addr in stored, addr
+    assert dma_reads > 16 and len(stored) > 16
+
+
 def test_a_senders_tile_arrives_whole():
     """Updates at 0.1 per cycle arrive as 4-request tiles (one per 40 cycles), into one
     open row: served in the 4 cycles after they land, so they wait 0, 1, 2 and 3 cycles."""
