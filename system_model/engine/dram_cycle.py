@@ -149,12 +149,11 @@ class WaveLoad:
         Behind rows: how many requests the forwarded updates' offsets in their chunk trail
         this GPU's DMA reads' (0: the previous GPU reads where this one does, in step).
     dma_lag_requests : int
-        Behind rows: how far the DMA's reads trail the GEMM's stores, in requests, with the
-        stage's chunks laid end to end (0: the DMA keeps up and reads the tile the stores
-        last completed). A DMA slower than the stores reads its backlog of finished tiles
-        in the order they finished, in the stage's chunk or the chunks before, away from
-        the rows the stores have open; its forwarded updates land in the chunk after the
-        one it reads.
+        Behind rows: how far the DMA's reads trail the GEMM's stores where the measured
+        waves start, in requests, with the stages' chunks laid end to end (0: it starts where
+        the stores do). It reads finished tiles in the order they finished, in the stage's
+        chunk or the chunks before, so a DMA slower than the stores reads away from the rows
+        they have open; its forwarded updates land in the chunk after the one it reads.
     """
 
     reads: float
@@ -578,15 +577,14 @@ class CycleDram:
         """(the wave's seconds, communication requests served per second) with updates and
         DMA reads offered at these rates; ``forwarded_Bps`` of the updates are a ring's
         forwarded data (:attr:`WaveLoad.forwarded_share`), and the DMA reads trail the
-        GEMM's stores by ``dma_lag_bytes`` (:attr:`WaveLoad.dma_lag_requests`, in whole
-        tiles: under a tile it reads the tile the stores last finished)."""
+        GEMM's stores by ``dma_lag_bytes`` (:attr:`WaveLoad.dma_lag_requests`, rounded down
+        to whole tiles)."""
         c = self.channel
         per_cycle = c["request_bytes"] * c["hz"]
         share = min(1.0, forwarded_Bps / update_Bps) if update_Bps > 0 else 0.0
         burst = max(1, round(burst_bytes / c["request_bytes"]))
         lag = burst * math.floor(dma_lag_bytes / c["request_bytes"] / burst) if dma_Bps > 0 else 0
-        load = self.load(gemm, update_Bps / per_cycle, dma_Bps / per_cycle,
-                         round(burst_bytes / c["request_bytes"]), share, max(0, lag))
+        load = self.load(gemm, update_Bps / per_cycle, dma_Bps / per_cycle, burst, share, max(0, lag))
         threshold = self.threshold
         if threshold is None:
             alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)

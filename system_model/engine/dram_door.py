@@ -133,7 +133,6 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     # Its stores are the wave before's: the last tiles of the stage before when the measured
     # waves start a stage (a run of waves alike is a stage, or part of one).
     store_index = -WARM_UP_WAVES * stores
-    stored = store_index             # the stores granted (a tile is finished once its last is)
 
     def place(p: int) -> tuple[int, int]:
         """Place ``p`` of the stores' walk (the stages' chunks end to end, 0 where the
@@ -234,8 +233,10 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                     dma_acc -= 1.0
                     if len(updates) + len(dmas) + dma_burst <= comm_buffer:
                         # The oldest finished tile not yet read (the tracker triggers tiles in
-                        # the order they finish), in the chunks laid end to end; never one the
-                        # stores have not finished.
+                        # the order they finish), in the chunks laid end to end; never one whose
+                        # last store has not been granted (the stores granted: ``stores_served``,
+                        # from the warm-up's first, at -WARM_UP_WAVES * stores).
+                        stored = stores_served - WARM_UP_WAVES * stores
                         p = min(dma_pos, (stored // dma_burst - 1) * dma_burst) if stores else dma_pos
                         dma_pos = p + dma_burst
                         first, landing = place(p)
@@ -277,7 +278,6 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                 units = store_units if is_store else 1
                 if is_store:
                     stores_served += 1
-                    stored += 1
                 else:
                     returns.append(t + latency)
                     if measured:

@@ -23,6 +23,7 @@ all-gather that completes the all-reduce then runs alone (the library's ring).
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import replace
 
@@ -366,8 +367,6 @@ def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[floa
     gets beside it (``beside_Bps[g]``, the slower of the two); its first tile forwarded a
     trigger after it arrives, its last a hop, a trigger and a tile after the previous GPU's
     last. With every doorbell at one time it is :func:`hardware_rs_s` later."""
-    import heapq
-
     n = sub.tp
     if len(doorbells_s) != n or not all(math.isfinite(d) and d >= 0 for d in doorbells_s):
         raise ValueError(f"doorbells_s must have one finite time >= 0 per GPU ({n}), not {doorbells_s}")
