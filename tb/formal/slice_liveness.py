@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""Bounded-liveness harness of one T3 slice, for yosys ``sat`` (bounded model check).
+"""Bounded-liveness harness of one T3 slice, for bounded model checking (:mod:`tb.formal.engine`).
 
 Every input of the slice is free, constrained only by what a legal environment does:
 
@@ -9,9 +9,10 @@ Every input of the slice is free, constrained only by what a legal environment d
   starvation limit between 1 and ``max_starvation_limit`` (a limit of 0 gives
   communication strict priority: the GEMM then waits for as long as beats keep arriving,
   which is that setting's meaning, not a deadlock);
-* reset is asserted in the first cycle and never again; flip-flops and memories start at
-  zero (``sat -set-init-zero``), so this check does not exercise the tracker's reset
-  sweep; the tracker bench does, with counters that power up with pseudo-random values.
+* reset is asserted in the first cycle and never again; flip-flops start at their reset
+  values and memories at zero (the design's initial state), so this check does not
+  exercise the tracker's reset sweep on garbage; the tracker bench does, with counters
+  that power up with pseudo-random values.
 
 Nothing is assumed of the egress link: it may refuse for ever. Arms, programs, tiles,
 thresholds, data, addresses and the interleaving of every stream are the solver's,
