@@ -51,19 +51,19 @@ class ArbitratedEngineModel:
     def reset(self) -> None:
         self.active: dict | None = None
         self.in_flight: deque[tuple[dict, int] | None] = deque([None] * self.read_latency)  # oldest first
+        self.reads = 0                                   # reads in flight (entries of in_flight not None)
         self.buffer: deque[tuple[dict, int]] = deque()   # (packet, dma_cmd)
         self.status = {"err_overflow": 0, "busy": 0, "commands": 0, "beats": 0}
 
     def _requesting(self) -> bool:
-        reads = sum(r is not None for r in self.in_flight)
-        return self.active is not None and len(self.buffer) + reads < self.buffer_depth
+        return self.active is not None and len(self.buffer) + self.reads < self.buffer_depth
 
     def outputs(self, *, mem_ready: int) -> ArbitratedEngineOutputs:
         request = self._requesting()
         act = self.active
         last_read = request and mem_ready and act["left"] == 1
         status = dict(self.status)
-        status["busy"] = int(act is not None or any(r is not None for r in self.in_flight) or bool(self.buffer))
+        status["busy"] = int(act is not None or self.reads > 0 or bool(self.buffer))
         return ArbitratedEngineOutputs(
             cmd_ready=int(act is None or bool(last_read)),
             mem_en=int(request),
@@ -75,10 +75,11 @@ class ArbitratedEngineModel:
 
     def step(self, *, cmd: dict | None, mem_ready: int, egress_ready: int) -> tuple[dict | None, int | None]:
         """Advance one edge; return ``(packet taken from egress, dma_cmd done)`` of this cycle."""
-        out = self.outputs(mem_ready=mem_ready)
+        request = self._requesting()
+        cmd_ready = self.active is None or (request and mem_ready and self.active["left"] == 1)
         st = self.status
         sent = done = None
-        if out.egress_valid and egress_ready:
+        if self.buffer and egress_ready:
             sent, index = self.buffer.popleft()
             st["beats"] = (st["beats"] + 1) & COUNTER_MASK
             if sent["last"]:
@@ -86,10 +87,11 @@ class ArbitratedEngineModel:
                 st["commands"] = (st["commands"] + 1) & COUNTER_MASK
         arriving = self.in_flight.popleft()
         if arriving is not None:
+            self.reads -= 1
             self.buffer.append(arriving)
         assert len(self.buffer) <= self.buffer_depth, "model: beat buffer overflow"
         read = None
-        if out.mem_en and mem_ready:
+        if request and mem_ready:
             act = self.active
             last = act["left"] == 1
             packet = {"dst_port": act["port"], "dst_addr": act["dst"], "op": act["op"], "last": int(last),
@@ -101,11 +103,13 @@ class ArbitratedEngineModel:
             if last:
                 self.active = None
         self.in_flight.append(read)
-        if cmd is not None and out.cmd_ready:
+        if read is not None:
+            self.reads += 1
+        if cmd is not None and cmd_ready:
             desc = cmd["desc"]
             self.active = {"src": desc["src_addr"], "dst": desc["dst_addr"], "left": desc["beats"],
                            "port": desc["dst_port"], "op": desc["op"], "cmd": cmd["dma_cmd"]}
         return sent, done
 
     def idle(self) -> bool:
-        return self.active is None and all(r is None for r in self.in_flight) and not self.buffer
+        return self.active is None and self.reads == 0 and not self.buffer

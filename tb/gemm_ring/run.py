@@ -26,6 +26,7 @@ and the sources' operand and store waits.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict
 
@@ -43,7 +44,7 @@ from tb.trace.check import Coverage, Trace, check_stream_protocol
 from tb.trace.harness import Ports, run_harness, trace_simulator
 from tb.trace.stimulus import Stimulus
 
-from .row_bank import RowBank
+from .row_bank import RowBank, RowTiming
 from .row_ring import TOP as ROW_TOP
 from .row_ring import row_ring_verilog
 from .scenarios import Scenario
@@ -90,6 +91,15 @@ def _launch_cycle(scenario: Scenario, params: dict, tiles: int) -> int:
     return max(arms, zeroing, n * tiles) + 64
 
 
+@functools.cache
+def _ring_verilog(rows: RowTiming | None, params: tuple) -> tuple[str, str]:
+    """The ring's Verilog and top module, converted once per process for each set of
+    parameters (the three schedules of a scenario run the same hardware)."""
+    if rows is None:
+        return to_verilog("gemm_ring", simulation=True, **dict(params)), "gemm_ring"
+    return row_ring_verilog(timing=rows, **dict(params)), ROW_TOP
+
+
 def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator: str | None = None,
                  keep: dict | None = None) -> dict:
     """Run ``scenario`` under ``schedule`` ("t3", "t3_mca" or "sequential"); return its figures
@@ -104,10 +114,7 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
     simulator = simulator or trace_simulator()
     replay = replay_line(scenario, schedule, seed)
     started = time.perf_counter()
-    if sysm.rows is None:
-        verilog, top = to_verilog("gemm_ring", simulation=True, **params), "gemm_ring"
-    else:
-        verilog, top = row_ring_verilog(timing=sysm.rows, **params), ROW_TOP
+    verilog, top = _ring_verilog(sysm.rows, tuple(sorted(params.items())))
     ports = Ports(verilog, top)
     plan, schedules = make_schedules(np.random.default_rng(seed), schedule="t3" if schedule != "sequential"
                                      else "sequential", gpus=n, tiles=S, beats=B, lanes=s.nmc.lanes,

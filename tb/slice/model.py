@@ -174,7 +174,7 @@ class ComputeQueueModel:
             self.items.append(write)
 
 
-@dataclass
+@dataclass(slots=True)
 class SliceInputs:
     """What the bench offers in one cycle (``None``: the stream's ``valid`` is low)."""
 
@@ -191,7 +191,7 @@ class SliceInputs:
     dram_ready: int = 1                 # a memory beyond the slice lets the offer be granted
 
 
-@dataclass
+@dataclass(slots=True)
 class SliceOutputs:
     """Every output of the slice in one cycle, and what happened at its edge."""
 

@@ -38,26 +38,28 @@ class StreamMuxModel:
         self.prefer = A          # wins the next contention
         self.held: int | None = None  # input whose offer waits since the previous cycle
 
-    def outputs(self, *, a_valid: int, b_valid: int, out_ready: int) -> MuxOutputs:
+    def _select(self, a_valid: int, b_valid: int) -> int:
         if self.held is not None:
-            select = self.held
-        elif a_valid and b_valid:
-            select = self.prefer
-        else:
-            select = B if b_valid else A
-        return MuxOutputs(out_valid=int(bool(a_valid or b_valid)), select=select,
-                          a_ready=int(bool(out_ready) and select == A),
-                          b_ready=int(bool(out_ready) and select == B))
+            return self.held
+        if a_valid and b_valid:
+            return self.prefer
+        return B if b_valid else A
+
+    def outputs(self, *, a_valid: int, b_valid: int, out_ready: int) -> MuxOutputs:
+        select = self._select(a_valid, b_valid)
+        ready = 1 if out_ready else 0
+        return MuxOutputs(1 if a_valid or b_valid else 0, select,
+                          ready if select == A else 0, ready if select == B else 0)
 
     def step(self, *, a_valid: int, b_valid: int, out_ready: int) -> int | None:
         """Advance one edge; return the input transferred in this cycle (A, B or None)."""
-        out = self.outputs(a_valid=a_valid, b_valid=b_valid, out_ready=out_ready)
-        if not out.out_valid:
+        if not (a_valid or b_valid):
             self.held = None
             return None
+        select = self._select(a_valid, b_valid)
         if out_ready:
             self.held = None
-            self.prefer = B if out.select == A else A
-            return out.select
-        self.held = out.select
+            self.prefer = B if select == A else A
+            return select
+        self.held = select
         return None

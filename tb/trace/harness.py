@@ -162,9 +162,10 @@ class WideColumn:
         self.raw = raw
         self.size = size
         self.mask = (1 << width) - 1
+        self.cycles = len(raw) // size
 
     def __len__(self) -> int:
-        return len(self.raw) // self.size
+        return self.cycles
 
     def __iter__(self):
         for start in range(0, len(self.raw), self.size):
@@ -172,10 +173,10 @@ class WideColumn:
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+            return [self[i] for i in range(*index.indices(self.cycles))]
         if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
+            index += self.cycles
+        if not 0 <= index < self.cycles:
             raise IndexError(f"cycle {index} is outside the record")
         start = index * self.size
         return int.from_bytes(self.raw[start:start + self.size], "little") & self.mask
