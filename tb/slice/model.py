@@ -84,10 +84,20 @@ class LaneAdder:
         return total
 
     def __call__(self, x: int, y: int) -> int:
+        w, mask, sums = self.width, self.mask, self.sums
+        pairs = [((x >> (lane * w)) & mask, (y >> (lane * w)) & mask) for lane in range(self.lanes)]
+        missing = [pair for pair in pairs if pair not in sums]
+        if missing:     # one numpy call for every lane not seen before
+            totals = golden_add(self.format, np.array([a for a, _ in missing], dtype=self.utype),
+                                np.array([b for _, b in missing], dtype=self.utype))
+            found = dict(zip(missing, (int(t) for t in totals), strict=True))
+            if len(sums) < 1 << 16:
+                sums.update(found)
+        else:
+            found = sums
         out = 0
-        w, mask = self.width, self.mask
-        for lane in range(self.lanes):
-            out |= self.lane_sum((x >> (lane * w)) & mask, (y >> (lane * w)) & mask) << (lane * w)
+        for lane, pair in enumerate(pairs):
+            out |= (sums[pair] if pair in sums else found[pair]) << (lane * w)
         return out
 
 
@@ -299,8 +309,9 @@ class SliceModel:
 
         # Compute class: gemm (a) and gemm_read (b) merge into the compute queue.
         cq = self.compute_queue
+        cq_w_rdy = cq.w_rdy
         cmux = self.compute_mux.outputs(a_valid=inp.gemm is not None, b_valid=inp.gemm_read is not None,
-                                        out_ready=cq.w_rdy)
+                                        out_ready=cq_w_rdy)
         compute_in = None
         if cmux.out_valid:
             compute_in = (self._gemm_request(inp.gemm) if cmux.select == A else
@@ -391,11 +402,11 @@ class SliceModel:
         if free:
             self.held = (winner, request) if fire else None
         self.arbiter.step(winner=winner, comm_valid=comm_visible, grant_ready=grant_ready)
-        self.compute_mux.step(a_valid=inp.gemm is not None, b_valid=inp.gemm_read is not None, out_ready=cq.w_rdy)
+        self.compute_mux.step(a_valid=inp.gemm is not None, b_valid=inp.gemm_read is not None, out_ready=cq_w_rdy)
         self.comm_mux.step(a_valid=inp.ingress is not None, b_valid=want, out_ready=int(comm_taken))
         self.egress_mux.step(a_valid=eng.egress_valid, b_valid=inp.gemm_remote is not None,
                              out_ready=inp.egress_ready)
-        cq.step(write=compute_in if cq.w_rdy else None, read=compute_taken)
+        cq.step(write=compute_in if cq_w_rdy else None, read=compute_taken)
         c = self.counters
         if inp.ingress is not None and ingress_ready:
             c["ingress_beats"] = (c["ingress_beats"] + 1) & COUNTER_MASK
