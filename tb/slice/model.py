@@ -332,15 +332,14 @@ class SliceModel:
         held_write = held is not None and held[1]["kind"] != READ
         counted = held_write and bool(held[1]["tracked"])
         tracker_ok = not counted or bool(trk.update_ready)
-        issue = held is not None and tracker_ok and (
-            not held_write or self.bank.ready_for(held[1]["addr"], held[1]["kind"]))
+        hazard = held_write and not self.bank.ready_for(held[1]["addr"], held[1]["kind"])
+        issue = held is not None and tracker_ok and not hazard
         free = held is None or issue       # the register takes a grant this cycle ...
         grant_ready = int(free and bool(inp.dram_ready))   # ... if the memory beyond lets it
 
         # The arbiter offers one class; it is granted into the register when that is free. A
         # communication request is hidden from it while a communication update waits there
         # for the bank's hazard.
-        hazard = held_write and not self.bank.ready_for(held[1]["addr"], held[1]["kind"])
         comm_visible = comm_valid and not (held is not None and held[0] == COMM and hazard)
         winner = self.arbiter.decide(compute_valid=cq.head is not None, comm_valid=comm_visible,
                                      queue_level=cq.level, threshold=inp.threshold,
