@@ -91,7 +91,7 @@ def _proofs() -> list[Proof]:
               why="one trigger per arm after exactly threshold updates; sticky unarmed error"),
         Proof("dma-path", _dma, 8, 14, _test_module("test_dma_formal").BROKEN,
               why="beats consecutive, exactly `beats` of them, one done, under any back-pressure"),
-        Proof("reducer", _nmc, 8, 40, _test_module("test_nmc_formal").BROKEN,
+        Proof("reducer", _nmc, 8, 80, _test_module("test_nmc_formal").BROKEN,
               why="every word equals its requests applied in order, any hazard pattern"),
         Proof("slice-liveness", _slice, 8, 40, {"first_slice": FIRST_SLICE},
               why="no watched request waits 2 * (starvation_limit + 1 + hazard_window) + 1 cycles"),
