@@ -48,37 +48,27 @@ def check(slice_class, tmp_path, *, false_property: bool = False, depth: int = D
     return prove(harness, harness.ports(), tmp_path, mode="bmc", depth=depth)
 
 
-def holds(result: Result) -> bool:
-    """Every trace of the depth satisfies the assertions (and the run said so)."""
-    return result.proven and not result.refuted
-
-
-def fails(result: Result) -> bool:
-    """The solver found a trace that breaks an assertion (a counter-example, not an error)."""
-    return result.refuted and not result.proven
-
-
 def first_slice_class():
     return importlib.import_module(load_variant(FIRST_SLICE).__name__ + ".t3_slice").T3Slice
 
 
 def test_slice_is_live_within_the_bound(tmp_path):
     result = check(T3Slice, tmp_path)
-    assert holds(result), result.log[-4000:]
+    assert result.proven, result.log[-4000:]
 
 
 def test_slice_with_a_memory_beyond_is_live_within_the_bound(tmp_path):
     """A memory that may hold each offer for a cycle (a bank opening its row) stretches the
     bound, and nothing waits for ever: the grant is gated, not the issue."""
     result = check(T3Slice, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH)
-    assert holds(result), result.log[-4000:]
+    assert result.proven, result.log[-4000:]
 
 
 def test_a_starvation_limit_within_the_memory_hold_starves_the_gemm(tmp_path):
     """Why the limit must exceed the hold (tb/formal/slice_liveness.py): at a limit of 1,
     communication takes the place of every compute offer the memory holds."""
     result = check(T3Slice, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH, unconstrained_limit=True)
-    assert fails(result), result.log[-4000:]
+    assert result.refuted, result.log[-4000:]
 
 
 def test_slice_that_keeps_its_register_when_the_memory_holds_fails(tmp_path):
@@ -89,17 +79,17 @@ def test_slice_that_keeps_its_register_when_the_memory_holds_fails(tmp_path):
                                  "with m.If(arbiter.grant.ready):"),))
     cls = importlib.import_module(broken.__name__ + ".t3_slice").T3Slice
     result = check(cls, tmp_path, max_memory_hold=1, depth=MEMORY_DEPTH)
-    assert fails(result), result.log[-4000:]
+    assert result.refuted, result.log[-4000:]
 
 
 def test_first_slice_deadlocks(tmp_path):
     result = check(first_slice_class(), tmp_path, depth=FIRST_SLICE_DEPTH)
-    assert fails(result), result.log[-4000:]
+    assert result.refuted, result.log[-4000:]
 
 
 def test_set_up_reaches_egress(tmp_path):
     result = check(T3Slice, tmp_path, false_property=True)
-    assert fails(result), result.log[-4000:]
+    assert result.refuted, result.log[-4000:]
 
 
 def test_variant_patches_must_apply():

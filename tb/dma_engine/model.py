@@ -58,14 +58,17 @@ class ArbitratedEngineModel:
     def _requesting(self) -> bool:
         return self.active is not None and len(self.buffer) + self.reads < self.buffer_depth
 
+    def _cmd_ready(self, request: bool, mem_ready: int) -> bool:
+        """No command active, or the active one issues its last read in this cycle."""
+        return self.active is None or bool(request and mem_ready and self.active["left"] == 1)
+
     def outputs(self, *, mem_ready: int) -> ArbitratedEngineOutputs:
         request = self._requesting()
         act = self.active
-        last_read = request and mem_ready and act["left"] == 1
         status = dict(self.status)
         status["busy"] = int(act is not None or self.reads > 0 or bool(self.buffer))
         return ArbitratedEngineOutputs(
-            cmd_ready=int(act is None or bool(last_read)),
+            cmd_ready=int(self._cmd_ready(request, mem_ready)),
             mem_en=int(request),
             mem_addr=act["src"] if request else None,
             egress_valid=int(bool(self.buffer)),
@@ -76,7 +79,7 @@ class ArbitratedEngineModel:
     def step(self, *, cmd: dict | None, mem_ready: int, egress_ready: int) -> tuple[dict | None, int | None]:
         """Advance one edge; return ``(packet taken from egress, dma_cmd done)`` of this cycle."""
         request = self._requesting()
-        cmd_ready = self.active is None or (request and mem_ready and self.active["left"] == 1)
+        cmd_ready = self._cmd_ready(request, mem_ready)
         st = self.status
         sent = done = None
         if self.buffer and egress_ready:

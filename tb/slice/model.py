@@ -74,30 +74,20 @@ class LaneAdder:
         self.mask = (1 << self.width) - 1
         self.sums: dict[tuple[int, int], int] = {}
 
-    def lane_sum(self, a: int, b: int) -> int:
-        key = (a, b)
-        total = self.sums.get(key)
-        if total is None:
-            total = int(golden_add(self.format, np.array([a], dtype=self.utype), np.array([b], dtype=self.utype))[0])
-            if len(self.sums) < 1 << 16:
-                self.sums[key] = total
-        return total
-
     def __call__(self, x: int, y: int) -> int:
         w, mask, sums = self.width, self.mask, self.sums
         pairs = [((x >> (lane * w)) & mask, (y >> (lane * w)) & mask) for lane in range(self.lanes)]
-        missing = [pair for pair in pairs if pair not in sums]
-        if missing:     # one numpy call for every lane not seen before
+        missing = [pair for pair in dict.fromkeys(pairs) if pair not in sums]
+        new: dict[tuple[int, int], int] = {}
+        if missing:     # one numpy call for the lanes not seen before
             totals = golden_add(self.format, np.array([a for a, _ in missing], dtype=self.utype),
                                 np.array([b for _, b in missing], dtype=self.utype))
-            found = dict(zip(missing, (int(t) for t in totals), strict=True))
+            new = dict(zip(missing, map(int, totals), strict=True))
             if len(sums) < 1 << 16:
-                sums.update(found)
-        else:
-            found = sums
+                sums.update(new)
         out = 0
         for lane, pair in enumerate(pairs):
-            out |= (sums[pair] if pair in sums else found[pair]) << (lane * w)
+            out |= (new[pair] if pair in new else sums[pair]) << (lane * w)
         return out
 
 
