@@ -3,14 +3,23 @@
 * Prints the base seed of every randomised test (cocotb benches and hypothesis) in the
   header; ``SEED=<n>`` replays a whole run.
 * Lists the waveform of every cocotb test when ``WAVES=1``.
+* Keeps Amaranth's conversions in ``sim_build/verilog`` (``T3_VERILOG_CACHE``; empty turns it off).
 * Prints the cycle counts of the cocotb benches and the trace runs, and the trace runs'
   functional coverage, at the end (under pytest-xdist, as ``make test`` runs, each worker
   hands its figures to the controller).
 """
 
+import os
+from pathlib import Path
+
 import pytest
 
+from rtl.flow.generate import VERILOG_CACHE_ENV
 from tb.common.seeds import base_seed
+
+# Identical conversions (a ring's parameter set in two test files, a block in every run) are
+# read back from sim_build/verilog (rtl/flow/generate.py says what the key covers).
+os.environ.setdefault(VERILOG_CACHE_ENV, str(Path(__file__).resolve().parent / "sim_build" / "verilog"))
 
 
 @pytest.hookimpl(trylast=True)

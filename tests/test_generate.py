@@ -7,11 +7,12 @@ import subprocess
 
 import pytest
 
-from rtl.flow.generate import BLOCKS, main, write_verilog
+from rtl.flow.generate import BLOCKS, VERILOG_CACHE_ENV, main, to_verilog, write_verilog
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
-def test_every_block_converts_and_compiles(block, tmp_path):
+def test_every_block_converts_and_compiles(block, tmp_path, monkeypatch):
+    monkeypatch.setenv(VERILOG_CACHE_ENV, "")  # a real conversion, never one read back
     path = write_verilog(block, tmp_path / f"{block}.v")
     text = path.read_text()
     assert f"module {block}(" in text
@@ -27,6 +28,23 @@ def test_write_verilog_keeps_mtime_when_unchanged(tmp_path):
     assert path.stat().st_mtime_ns == stamp
     write_verilog("tracker_table", path, entries=8)
     assert "module tracker_table(" in path.read_text()
+
+
+def test_conversion_cache_reads_back_only_the_same_block_and_parameters(tmp_path, monkeypatch):
+    monkeypatch.setenv(VERILOG_CACHE_ENV, str(tmp_path))
+    first = to_verilog("tracker_table", entries=4)
+    [kept] = tmp_path.iterdir()
+    assert kept.read_text() == first
+    # What is read back is the kept file (marked here), not a fresh conversion.
+    kept.write_text(first + "// read back\n")
+    assert to_verilog("tracker_table", entries=4).endswith("// read back\n")
+    assert to_verilog("tracker_table", simulation=True, entries=4).count("// read back") == 1
+    # Other parameters, another block, or no cache: a conversion of its own.
+    assert "read back" not in to_verilog("tracker_table", entries=8)
+    assert "read back" not in to_verilog("stream_mux")
+    assert len(list(tmp_path.iterdir())) == 3
+    monkeypatch.setenv(VERILOG_CACHE_ENV, "")
+    assert to_verilog("tracker_table", entries=4) == first
 
 
 def test_cli_writes_the_blocks_named(tmp_path, capsys):

