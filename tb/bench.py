@@ -19,6 +19,7 @@ figure of the previous ``bench.json`` is kept, marked as such.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -31,7 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtl.flow.verilator import verilator_available
+from rtl.flow.generate import VERILOG_CACHE_ENV
+from rtl.flow.verilator import CCACHE_ENV, verilator_available
 from tb.common.runner import REPO_ROOT, CocotbBench
 
 __all__ = ["main", "markdown_table", "BENCHES"]
@@ -57,6 +59,24 @@ def _median_time(fn, runs: int) -> float:
     return statistics.median(times)
 
 
+@contextlib.contextmanager
+def _cold_compiles():
+    """A clean build converts and compiles everything: no Verilog or compiler cache (``make
+    test`` keeps both)."""
+    cold = {CCACHE_ENV: "0", VERILOG_CACHE_ENV: ""}
+    saved = {name: os.environ.get(name) for name in cold}
+    os.environ.update(cold)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name)
+            else:
+                os.environ[name] = value
+
+
+@_cold_compiles()
 def _cocotb_rate(block, module, scenarios, param_set, testcase, simulator: str, runs: int) -> dict:
     import importlib
 
@@ -87,6 +107,7 @@ def _cocotb_rate(block, module, scenarios, param_set, testcase, simulator: str, 
             os.environ["SIM"] = previous
 
 
+@_cold_compiles()
 def trace_speed(runs: int) -> dict:
     """Median figures of every trace run at its ``make test`` length (a clean build first)."""
     from tb.trace.bench import run_trace

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from rtl.flow.generate import BLOCKS, VERILOG_CACHE_ENV, main, to_verilog, write_verilog
+from rtl.flow import generate
+from rtl.flow.generate import BLOCKS, VERILOG_CACHE_ENV, main, sources_digest, to_verilog, write_verilog
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
@@ -45,6 +46,33 @@ def test_conversion_cache_reads_back_only_the_same_block_and_parameters(tmp_path
     assert len(list(tmp_path.iterdir())) == 3
     monkeypatch.setenv(VERILOG_CACHE_ENV, "")
     assert to_verilog("tracker_table", entries=4) == first
+
+
+def test_conversion_key_follows_the_sources_this_process_loaded(tmp_path, monkeypatch):
+    # The digest changes with any edit of any RTL source, a moved one included.
+    copy = tmp_path / "rtl"
+    shutil.copytree(generate._RTL_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert sources_digest(copy) == sources_digest(generate._RTL_ROOT)
+    source = copy / "stream_mux.py"
+    source.write_text(source.read_text().replace("a__valid", "a__valid ", 1) + "\n")
+    edited = sources_digest(copy)
+    assert edited != sources_digest(generate._RTL_ROOT)
+    source.rename(copy / "flow" / "stream_mux.py")
+    assert sources_digest(copy) not in (edited, sources_digest(generate._RTL_ROOT))
+    # The key is the loaded RTL's: sources changed on disk after the import (a save during a
+    # test run) neither change it nor get an old design filed under their name.
+    key = generate._conversion_key("stream_mux", {})
+    monkeypatch.setattr(generate, "_RTL_ROOT", copy)
+    assert generate._conversion_key("stream_mux", {}) == key
+
+
+def test_parameters_that_are_not_plain_json_are_converted_and_not_kept(tmp_path, monkeypatch):
+    from amaranth.lib import data
+
+    # A layout's repr would not describe a layout class's fields: no key, so nothing kept.
+    monkeypatch.setenv(VERILOG_CACHE_ENV, str(tmp_path))
+    assert "[4:0] a__payload" in to_verilog("stream_mux", payload_shape=data.StructLayout({"tag": 4, "ok": 1}))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_writes_the_blocks_named(tmp_path, capsys):

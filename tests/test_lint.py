@@ -49,6 +49,8 @@ def test_builds_go_through_the_compiler_cache_unless_turned_off(monkeypatch):
     monkeypatch.setenv(CCACHE_ENV, "0")
     monkeypatch.setenv("OBJCACHE", ccache)  # as a cocotb build leaves os.environ
     assert compiler_cache() is None and "OBJCACHE" not in verilator_env()
+    monkeypatch.setenv(CCACHE_ENV, "")
+    assert compiler_cache() == ccache
     monkeypatch.setenv(CCACHE_ENV, "yes")
-    with pytest.raises(ValueError, match=f"{CCACHE_ENV} must be '0' or '1', not 'yes'"):
+    with pytest.raises(ValueError, match=f"{CCACHE_ENV} must be '0', '1' or empty, not 'yes'"):
         compiler_cache()

