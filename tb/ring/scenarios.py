@@ -86,7 +86,9 @@ CASES = (
     [("n2", t) for t in ("reduce_scatter_full_rate", "reduce_scatter_random_gaps")]
     + [("n4", t) for t in ("tiles12_mca", "tiles12_round_robin", "tiles16_mca", "tiles16_round_robin",
                            "reset_mid_run_mca")]
-    + [("n4_bf16", t) for t in ("reduce_scatter_random_gaps",)]
+    # 16 tiles per chunk on 4 GPUs: every tracker entry (64) and every bank word (256) in use,
+    # and the 16 descriptors reused by the 32 forwarded tiles
+    + [("n4_bf16", "tiles16_round_robin")]
     + [("n8", "tiles12_mca")]
     # On 16 GPUs one tile per chunk (15 hops, gaps and GEMM reads): Icarus simulates this
     # ring at a few tens of cycles a second, so its 4-tile runs are soak cases.
@@ -101,7 +103,7 @@ SOAK_CASES = (
     # out of make test since the GEMM-driven ring runs there (tb/gemm_ring: 64 tiles per
     # GPU under T3, T3-MCA and the sequential schedule) and in make crosscheck (256 per GPU)
     + [("n4", t) for t in ("tiles64_mca", "tiles64_round_robin", "reset_mid_run_round_robin")]
-    + [("n4_bf16", "tiles16_round_robin"), ("n8", "tiles12_round_robin"), ("n8", "reduce_scatter_random_gaps")]
+    + [("n4_bf16", "reduce_scatter_random_gaps"), ("n8", "tiles12_round_robin"), ("n8", "reduce_scatter_random_gaps")]
     + [("n8", t) for t in ("tiles16_mca", "tiles16_round_robin")]
     + [("n8_t64", t) for t in ("tiles64_mca", "tiles64_round_robin")]
     + [("n4_t256", t) for t in ("tiles256_mca", "tiles256_round_robin")]
