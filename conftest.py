@@ -10,16 +10,15 @@
 """
 
 import os
-from pathlib import Path
 
 import pytest
 
-from rtl.flow.generate import VERILOG_CACHE_ENV
+from rtl.flow.generate import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
 from tb.common.seeds import base_seed
 
 # Identical conversions (a ring's parameter set in two test files, a block in every run) are
 # read back from sim_build/verilog (rtl/flow/generate.py says what the key covers).
-os.environ.setdefault(VERILOG_CACHE_ENV, str(Path(__file__).resolve().parent / "sim_build" / "verilog"))
+os.environ.setdefault(VERILOG_CACHE_ENV, str(TEST_VERILOG_CACHE))
 
 
 @pytest.hookimpl(trylast=True)

@@ -36,7 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtl.flow.generate import VERILOG_CACHE_ENV
+from rtl.flow.generate import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
+from rtl.flow.verilator import DEFAULT_CCACHE_DIR
 from tb.formal.variants import Patch
 
 __all__ = ["Mutant", "MUTANTS", "apply_patch", "scratch_copy", "run_mutant", "main"]
@@ -448,8 +449,8 @@ def _env(mutant: Mutant | None, folder: Path, seed: int) -> dict[str, str]:
                 "COLUMNS": "1000"})   # pytest's summary line keeps the whole failure message
     # Every copy shares this checkout's caches: both are keyed by content (a mutated RTL source
     # changes the conversion's key, a mutated design its C++), so a mutant never reads another's.
-    env.setdefault(VERILOG_CACHE_ENV, str(REPO_ROOT / "sim_build" / "verilog"))
-    env.setdefault("CCACHE_DIR", str(REPO_ROOT / "sim_build" / "ccache"))
+    env.setdefault(VERILOG_CACHE_ENV, str(TEST_VERILOG_CACHE))
+    env.setdefault("CCACHE_DIR", str(DEFAULT_CCACHE_DIR))
     if mutant is not None:
         env.update({k: str(v) for k, v in mutant.env.items()})
     return env

