@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rtl.gemm_ring import GemmRing
 from system_model.describe.models import GemmShape
 from system_model.schemes.context import Sublayer
-from system_model.schemes.t3 import hardware_rs_from_s, hardware_rs_s, ring_step_Bps
+from system_model.schemes.t3 import hardware_rs_from_s, hardware_rs_s, ring_chains, ring_step_Bps
 from system_model.studies import crosscheck as xc
 from tb.gemm_ring.scenarios import SCHEDULES, MicroGemm, MicroSystem, scenarios
 
@@ -193,6 +193,12 @@ def test_the_crosscheck_tells_the_mechanisms_apart(variant):
 RECORDED_ROWS = xc.load_recorded(xc.CROSSCHECK_ROWS_JSON)
 
 
+@functools.cache
+def rows_entries() -> tuple[dict, ...]:
+    """The model beside the recorded runs behind rows (computed once; read, never changed)."""
+    return tuple(xc.entries(RECORDED_ROWS["runs"], "full", rows=xc.ROWS))
+
+
 def test_every_full_scenario_is_recorded_behind_rows():
     from dataclasses import asdict
 
@@ -205,14 +211,29 @@ def test_every_full_scenario_is_recorded_behind_rows():
 @pytest.mark.xfail(strict=True, reason="issue 27: behind rows the model misses 6 of its 32 tolerances at full size "
                    "(docs/model.md, 'Behind DRAM-like memory'); strict, so a model that passes must say so")
 def test_model_within_tolerance_of_the_rtl_behind_rows():
-    found = xc.entries(RECORDED_ROWS["runs"], "full", rows=xc.ROWS)
+    found = list(rows_entries())
     assert len(found) == len(scenarios("full"))
     assert xc.violations(found) == []
 
 
 def test_committed_rows_table_is_current():
-    table = xc.crosscheck_markdown(xc.entries(RECORDED_ROWS["runs"], "full", rows=xc.ROWS), xc.ROWS)
+    table = xc.crosscheck_markdown(list(rows_entries()), xc.ROWS)
     assert xc.CROSSCHECK_ROWS_JSON.with_suffix(".md").read_text() == table
+
+
+def test_behind_rows_each_gpu_is_recorded_and_modelled_and_the_slowest_sets_the_figure():
+    """Behind rows the GPUs differ (each fills its chunks in its own order), so the RTL's
+    record and the model both give every GPU's GEMM end and last notify; the scenario's
+    figures are the slowest GPU's, and no GPU notifies before its GEMM ends."""
+    for e in rows_entries():
+        n = e["gpus"]
+        for k in SCHEDULES:
+            for side, total, gemm in (("rtl", "total_cycles", "gemm_cycles"), ("model", "total_cycles", "gemm_cycles")):
+                r = e[side][k]
+                assert len(r["gpu_total_cycles"]) == len(r["gpu_gemm_cycles"]) == n, (e["scenario"], n, k, side)
+                assert max(r["gpu_total_cycles"]) == pytest.approx(r[total], abs=0.11), (e["scenario"], n, k, side)
+                assert max(r["gpu_gemm_cycles"]) == pytest.approx(r[gemm], abs=0.11), (e["scenario"], n, k, side)
+                assert all(t >= g for t, g in zip(r["gpu_total_cycles"], r["gpu_gemm_cycles"], strict=True))
 
 
 def test_ring_steps_slow_a_gemm_behind_rows_only_while_it_runs():
@@ -271,7 +292,6 @@ def test_a_chain_step_after_a_slow_one_waits_for_its_last_tile():
     rate. Chain 0 crosses GPU 0 -> 1 and 1 -> 2 at half rate, then 2 -> 3 at full rate, on a
     link that a full-rate chunk held first: it cannot end before the half-rate step's last
     tile has arrived and triggered (a hop, a trigger and a tile after it ended)."""
-    from system_model.schemes.t3 import ring_chains
 
     sub = ring_sub(gpus=4)
     rate = ring_step_Bps(sub)
@@ -280,7 +300,7 @@ def test_a_chain_step_after_a_slow_one_waits_for_its_last_tile():
     _, steps = ring_chains(sub, [0.0, 1.0, 0.0, 0.0], [[0.0] * 4 for _ in range(4)], [rate, rate / 2, rate, rate])
     g1, start1, end1 = steps[(0, 1)]
     g2, start2, end2 = steps[(0, 2)]
-    g3, start3, end3 = steps[(0, 3)]
+    g3, start3, end3, _ = steps[(0, 3)]
     assert (g1, g2, g3) == (0, 1, 2)
     assert end1 - start1 == pytest.approx(2 * sub.chunk / rate) and end2 - start2 == pytest.approx(2 * sub.chunk / rate)
     assert start3 == pytest.approx(steps[(2, 1)][2])             # GPU 2's own first chunk held its link
@@ -304,13 +324,22 @@ def test_bad_ring_starts(args, message):
 @given(gpus=st.integers(2, 9), data=st.data())
 def test_no_ring_ends_before_the_last_gpus_chain(gpus, data):
     """On random doorbells and local parts, the ring never ends before the last doorbell's
-    own chain through free links."""
+    own chain through free links, and no GPU's chunk is complete before its own part of it
+    (its last local time, or its doorbell) and the reducer's write."""
     sub = ring_sub(gpus=gpus)
     span = data.draw(st.sampled_from([1e-7, 1e-5, 1e-3]))
     doorbells = data.draw(st.lists(st.floats(0, span), min_size=gpus, max_size=gpus))
     local = [[min(d, data.draw(st.floats(0, span))) for _ in range(gpus)] for d in doorbells]
+    write = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
     for own in (local, None):
-        assert hardware_rs_from_s(sub, doorbells, own) >= max(doorbells) + chain_floor_s(sub) * (1 - 1e-12)
+        total, steps = ring_chains(sub, doorbells, own)
+        assert total == hardware_rs_from_s(sub, doorbells, own)
+        assert total >= max(doorbells) + chain_floor_s(sub) * (1 - 1e-12)
+        if gpus > 1:
+            kept = {(step[0] + 1) % gpus: step[3] for (_, k), step in steps.items() if k == gpus - 1}
+            assert sorted(kept) == list(range(gpus)) and max(kept.values()) == total
+            for g, done in kept.items():
+                assert done >= (own[g][-1] if own else doorbells[g]) + write
 
 
 @pytest.mark.parametrize(("link_cycles_per_beat", "low", "high"), [(1, 0.0, 0.5), (32, 1.0, 2.0)])

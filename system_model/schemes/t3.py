@@ -352,7 +352,9 @@ def hardware_rs_from_s(sub: Sublayer, doorbells_s: list[float], local_s: list[li
 
 def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[float]] | None = None,
                 beside_Bps: list[float] | None = None) -> tuple[float, dict[tuple[int, int], tuple]]:
-    """:func:`hardware_rs_from_s`, and every step: ``{(origin GPU, step): (GPU, start, end)}``.
+    """:func:`hardware_rs_from_s`, and every step: ``{(origin GPU, step): (GPU, start, end)}``,
+    a chain's last step with a fourth field: when the chunk is complete at the GPU that keeps
+    it (its last tile added, and that GPU's own part of the chunk written).
 
     Why not :func:`hardware_rs_s` after the last doorbell: the hardware forwards a tile when
     its count is complete, not step by step. Each GPU's first chunk starts a chain through
@@ -398,7 +400,8 @@ def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[floa
 
     link_free = [0.0] * n
     steps: dict[tuple[int, int], tuple] = {}
-    last_end = 0.0
+    last_done = 0.0
+    write_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
     # (ready, origin GPU, step, the step before's end) in the order they become ready.
     ready = [(doorbells_s[o] + trigger_s, o, 1, 0.0) for o in range(n)]
     heapq.heapify(ready)
@@ -410,14 +413,20 @@ def ring_chains(sub: Sublayer, doorbells_s: list[float], local_s: list[list[floa
         end = start + step if k == 1 else max(start + step, before_end + hop + trigger_s + tile_s)
         link_free[g] = end
         steps[(o, k)] = (g, start, end)
-        if k == n - 1:
-            last_end = max(last_end, end)
-            continue
         nxt = (g + 1) % n
+        if k == n - 1:
+            # The chain's last chunk is complete at the GPU that keeps it once the last tile
+            # has arrived and been added, and that GPU's own part of it exists (its last
+            # stage's, by its doorbell at the latest): no GPU's result precedes its GEMM.
+            kept = local_s[nxt][n - 1] if local_s is not None and len(local_s[nxt]) >= n else doorbells_s[nxt]
+            done = max(end + hop, kept) + write_s
+            steps[(o, k)] = (g, start, end, done)
+            last_done = max(last_done, done)
+            continue
         first_tile = start + tile_s + hop + trigger_s
         own = local_s[nxt][k] if local_s is not None else doorbells_s[nxt]
         heapq.heappush(ready, (max(first_tile, own), o, k + 1, end))
-    return last_end + hop + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz), steps
+    return last_done, steps
 
 
 def hardware_rs_on_timeline(sub: Sublayer) -> float:

@@ -156,6 +156,10 @@ class Prediction:
 
     total_cycles: float
     gemm_cycles: float
+    #: Behind rows, each GPU's (GPU 0 first): its last notify and its GEMM's end; empty
+    #: where the GPUs are modelled alike (the block RAM).
+    gpu_total_cycles: tuple[float, ...] = ()
+    gpu_gemm_cycles: tuple[float, ...] = ()
 
 
 def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
@@ -175,7 +179,8 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     configs = [replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple((g - 1 - s) % n for s in range(n))))
                for g in range(n)]
     per_gpu = [_predict_gpu(c, gemm, shape, kernel, n) for c in configs]
-    out = {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu))
+    out = {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu),
+                         tuple(p[k].total_cycles for p in per_gpu), tuple(p[k].gemm_cycles for p in per_gpu))
            for k in ("t3", "t3_mca")}
     # Sequential, the ring jointly (ring_chains): each GPU's first step goes as its own GEMM
     # ends, and each chunk goes on round the ring as its tiles complete, so a GPU forwards
@@ -191,8 +196,8 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
         ends = [r[0] for r in runs]
         _, steps = ring_chains(sub, ends, [r[1] for r in runs], beside)
         runs = [_gemm_beside_ring(c, gemm, shape, kernel, n,
-                                  {key: start for key, (x, start, _) in steps.items() if x == g and start < ends[g]},
-                                  {key: start for key, (x, start, _) in steps.items()
+                                  {key: start for key, (x, start, *_) in steps.items() if x == g and start < ends[g]},
+                                  {key: start for key, (x, start, *_) in steps.items()
                                    if (x + 1) % n == g and start < ends[g]})
                 for g, c in enumerate(configs)]
         # Damped (the geometric mean with the round before), as the waves' pace is: a step
@@ -200,8 +205,11 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
         beside = [r[2] for r in runs] if beside is None else [math.sqrt(a * r[2]) for a, r in zip(beside, runs,
                                                                                                    strict=True)]
     ends = [r[0] for r in runs]
-    total, _ = ring_chains(sub, ends, [r[1] for r in runs], beside)
-    out["sequential"] = Prediction(total * hz, max(ends) * hz)
+    total, steps = ring_chains(sub, ends, [r[1] for r in runs], beside)
+    # A GPU's last notify: its chunk complete (the last step of the chain that ends there).
+    done = [next(step[3] for (_, k), step in steps.items() if k == n - 1 and (step[0] + 1) % n == g)
+            for g in range(n)]
+    out["sequential"] = Prediction(total * hz, max(ends) * hz, tuple(t * hz for t in done), tuple(e * hz for e in ends))
     return out
 
 
@@ -334,10 +342,37 @@ def crosscheck_markdown(entries: list[dict], rows: RowTiming | None = None) -> s
         lines.append(f"| {e['scenario']} | {e['gpus']} | {r['mca_over_rr']:.3f}x | {m['mca_over_rr']:.3f}x "
                      f"| {r['t3_over_sequential']:.3f}x | {m['t3_over_sequential']:.3f}x "
                      f"| {r['mca_over_sequential']:.3f}x | {m['mca_over_sequential']:.3f}x |")
+    lines += _per_gpu_lines(entries)
     bad = violations(entries)
     if bad:
         lines += ["", f"Outside tolerance ({len(bad)}):", ""] + [f"* {v}" for v in bad]
     return "\n".join(lines) + "\n"
+
+
+def _per_gpu_lines(entries: list[dict]) -> list[str]:
+    """Behind rows, each GPU's GEMM end and last notify, the RTL's and the model's, where the
+    record has them: the figures above are the slowest GPU's, and how far the GPUs spread
+    is part of what the model must get right."""
+    have = [e for e in entries if all("gpu_gemm_cycles" in e["rtl"][k] and e["model"][k].get("gpu_gemm_cycles")
+                                      for k in SCHEDULES)]
+    if not have:
+        return []
+
+    def span(values) -> str:
+        return f"{min(values):,.0f}-{max(values):,.0f}"
+    lines = ["", "Per GPU (cycles; the spread of the GPUs' GEMM ends and last notifies, then each GPU's "
+             "GEMM end, GPU 0 first):", "",
+             "| scenario | GPUs | schedule | GEMM ends, RTL | GEMM ends, model | last notify, RTL "
+             "| last notify, model | each GPU's GEMM end, RTL | each GPU's GEMM end, model |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for e in have:
+        for k in SCHEDULES:
+            r, m = e["rtl"][k], e["model"][k]
+            lines.append(f"| {e['scenario']} | {e['gpus']} | {k} | {span(r['gpu_gemm_cycles'])} "
+                         f"| {span(m['gpu_gemm_cycles'])} | {span(r['gpu_total_cycles'])} "
+                         f"| {span(m['gpu_total_cycles'])} | {', '.join(f'{x:,}' for x in r['gpu_gemm_cycles'])} "
+                         f"| {', '.join(f'{x:,.0f}' for x in m['gpu_gemm_cycles'])} |")
+    return lines
 
 
 def run_rtl(size: str, *, seed: int = 1, only: str | None = None, gpus: int | None = None,
@@ -368,7 +403,11 @@ def entries(runs: list[dict], size: str, change=None, rows: RowTiming | None = N
         model = predict(sc, change)
         out.append({"scenario": sc.name, "gpus": sc.system.gpus, "tiles_per_gpu": sc.gemm.tiles(sc.system.gpus),
                     "rtl": rtl, "model": {k: {"total_cycles": round(v.total_cycles, 1),
-                                              "gemm_cycles": round(v.gemm_cycles, 1)} for k, v in model.items()},
+                                              "gemm_cycles": round(v.gemm_cycles, 1),
+                                              **({"gpu_total_cycles": [round(x, 1) for x in v.gpu_total_cycles],
+                                                  "gpu_gemm_cycles": [round(x, 1) for x in v.gpu_gemm_cycles]}
+                                                 if v.gpu_total_cycles else {})}
+                                          for k, v in model.items()},
                     "comparison": compare(rtl, model)})
     return out
 

@@ -19,7 +19,8 @@ Checks (any failure raises ``AssertionError`` with the replay line):
 * the GEMM sources report no configuration error.
 
 Figures (cycles counted from ``T0``): ``total_cycles`` (the last GPU's last notify),
-``gemm_cycles`` (the last GPU's GEMM ``done``), ``comm_wait_max`` (the longest wait of a
+``gemm_cycles`` (the last GPU's GEMM ``done``), ``gpu_gemm_cycles`` and ``gpu_total_cycles``
+(each GPU's GEMM ``done`` and last notify), ``comm_wait_max`` (the longest wait of a
 communication request at any arbiter), ``bank_utilisation`` (grants per cycle, busiest GPU)
 and the sources' operand and store waits.
 """
@@ -257,6 +258,9 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
         "total_cycles": total,
         "gemm_cycles": max(gemm_done) - t0 + 1,
         "rs_cycles_after_gemm": max(last_notify) - max(gemm_done),
+        # Per GPU (the ring's GPUs differ behind rows: each fills its chunks in its own order).
+        "gpu_gemm_cycles": [d - t0 + 1 for d in gemm_done],
+        "gpu_total_cycles": [x - t0 + 1 for x in last_notify],
         "comm_wait_max": max(p["comm_wait_max"] for p in per_gpu),
         "bank_utilisation": round(max(p["grants"] for p in per_gpu) / total, 4),
         "operand_wait_cycles": max(p["operand_wait_cycles"] for p in per_gpu),
