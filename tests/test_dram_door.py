@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from system_model.describe.config import CycleRows, StudyConfig
-from system_model.engine.dram_cycle import CycleDram, WaveLoad, simulate_wave
-from system_model.engine.dram_door import DoorRows
+from system_model.engine.dram_cycle import STARVATION_CAP, TRACE_WINDOW, WAVES, CycleDram, WaveLoad, simulate_wave
+from system_model.engine.dram_door import DoorCensus, DoorRows, simulate_door
 
 ROWS = CycleRows(banks=4, row_requests=16, miss_cycles=8, bank_requests=1024, chunk_requests=64)
 STREAM = WaveLoad(reads=256, stores=0, stores_nmc=False, compute_cycles=1, outstanding=1024, update_rate=0.0,
@@ -116,6 +116,46 @@ def test_random_waves_behind_rows_keep_their_bounds(reads, stores, compute, outs
     assert 0.0 <= r.bank_utilisation <= 1.0
 
 
+def test_the_census_counts_who_opens_whose_row():
+    rows = CycleRows(banks=2, row_requests=8, miss_cycles=3, bank_requests=64, chunk_requests=8, bank_hash=False)
+    census = DoorCensus()
+    door = DoorRows(rows, census)
+    # Bank 0: a read opens row 0 (nothing open), a store opens row 1 (closing the read's), a
+    # read opens row 0 again (closing the store's); bank 1: a DMA read opens row 0.
+    for addr, kind in ((0, "gemm_read"), (16, "gemm_store"), (0, "gemm_read"), (8, "dma_read")):
+        while not door.cycle(addr, kind):
+            pass
+        door.note_grant(addr, kind)
+    assert census.openings == {("gemm_read", None): 1, ("gemm_store", "gemm_read"): 1,
+                               ("gemm_read", "gemm_store"): 1, ("dma_read", None): 1}
+    assert census.grants == {"gemm_read": 2, "gemm_store": 1, "dma_read": 1} and door.misses == 4
+
+
+@settings(max_examples=40, deadline=None)
+@given(reads=st.integers(1, 80), stores=st.integers(0, 32), compute=st.integers(1, 300),
+       update=st.floats(0.0, 0.3), dma=st.floats(0.0, 0.3), policy=st.sampled_from(["round_robin", "mca"]),
+       stage=st.integers(0, 3))
+def test_a_census_watches_the_wave_without_changing_it(reads, stores, compute, update, dma, policy, stage):
+    """Taking the census changes nothing in the wave; it counts the measured waves' grants
+    (the GEMM's, one unit each, are the bank's utilisation), no more openings than the door
+    made, and the stores only in the stages' chunks from the stage before's (the warm-up's)
+    on."""
+    rows = CycleRows(banks=4, row_requests=16, miss_cycles=8, bank_requests=1024, chunk_requests=128,
+                     chunk_order=(7, 6, 5, 4, 3, 2, 1, 0))
+    load = replace(STREAM, reads=reads, stores=stores, stores_nmc=True, compute_cycles=compute, outstanding=16,
+                   update_rate=update, dma_rate=dma, rows=rows, k_steps=min(4, compute), stage=stage,
+                   read_start=stage * 320, measured_waves=4)
+    args = (load, policy, 4, 16)
+    kw = {"waves": WAVES, "trace_window": TRACE_WINDOW, "starvation_cap": STARVATION_CAP}
+    plain = simulate_door(*args, **kw)
+    census = DoorCensus()
+    assert simulate_door(*args, **kw, census=census) == plain
+    gemm = census.grants.get("gemm_read", 0) + census.grants.get("gemm_store", 0)
+    assert gemm == round(plain["bank_utilisation"] * census.cycles)
+    assert sum(census.openings.values()) <= plain["row_misses"]
+    assert all(step is not None and step >= -1 for (kind, step) in census.places if kind == "gemm_store")
+
+
 def channel(rows: CycleRows | None) -> dict:
     out = {"service_rate": 1.0, "latency_cycles": 10, "queue_entries": 8, "nmc_units": 1, "reads_first": False,
            "request_bytes": 8, "hz": 1e9, "hop_cycles": 46, "tile_requests": 4}
@@ -156,8 +196,8 @@ class GrantLog(DoorRows):
 
     granted: list[int] = []
 
-    def cycle(self, addr):
-        ready = super().cycle(addr)
+    def cycle(self, addr, kind=None):
+        ready = super().cycle(addr, kind)
         if ready:
             GrantLog.granted.append(addr)
         return ready
@@ -222,8 +262,8 @@ def test_a_dma_never_reads_an_address_before_its_store_is_granted(monkeypatch):
     cycles = []
 
     class Logged(DoorRows):
-        def cycle(self, addr):
-            ready = super().cycle(addr)
+        def cycle(self, addr, kind=None):
+            ready = super().cycle(addr, kind)
             cycles.append(addr if ready else None)
             return ready
     monkeypatch.setattr("system_model.engine.dram_door.DoorRows", Logged)

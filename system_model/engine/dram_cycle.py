@@ -57,6 +57,7 @@ mapping), so that a changed model never reads stale results.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import deque
 from dataclasses import dataclass, replace
@@ -531,6 +532,23 @@ def _simulate(load: WaveLoad, policy: str, threshold: int, starvation_limit: int
                       mean_comm_wait_cycles=comm_wait_sum / comm_wait_n if comm_wait_n else 0.0)
 
 
+#: Where :func:`recording_waves` collects the waves served (None: not recording).
+_RECORDED: list | None = None
+
+
+@contextlib.contextmanager
+def recording_waves():
+    """Within the block, every wave a :class:`CycleDram` serves is appended to the list it
+    yields as ``(load, policy, threshold, starvation_limit)``: what a scheme asked of the
+    channel, to be looked at closely (:mod:`system_model.studies.door_census`)."""
+    global _RECORDED
+    before, _RECORDED = _RECORDED, []
+    try:
+        yield _RECORDED
+    finally:
+        _RECORDED = before
+
+
 class CycleDram:
     """The engine's DRAM served by this channel, for micro-systems (the crosscheck).
 
@@ -589,6 +607,8 @@ class CycleDram:
         if threshold is None:
             alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)
             threshold = dynamic_threshold(c["queue_entries"], alone.bank_utilisation)
+        if _RECORDED is not None:
+            _RECORDED.append((load, self.policy, threshold, self.starvation_limit))
         result = simulate_wave(load, self.policy, threshold=threshold, starvation_limit=self.starvation_limit)
         if update_Bps + dma_Bps > 0:
             self.comm_wait_s = result.mean_comm_wait_cycles / c["hz"]

@@ -50,7 +50,7 @@ from collections import deque
 from .arbiter_policy import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 from .wave_rules import accrue, own_cycles, reads_needed, seeded_arrivals, starved_rest, sustained_rate
 
-__all__ = ["simulate_door", "DoorRows"]
+__all__ = ["simulate_door", "DoorRows", "DoorCensus", "KINDS"]
 
 POLICIES = {"alone": MCA, "round_robin": ROUND_ROBIN, "mca": MCA}
 #: Waves simulated before the measured ones: the first has no stores of a wave before it to
@@ -60,17 +60,50 @@ WARM_UP_WAVES = 2
 MAX_MEASURED_WAVES = 16
 
 
-class DoorRows:
-    """The door's row state, cycle by cycle (see the module)."""
+#: The kinds of request at the door (:class:`DoorCensus`): the GEMM's operand reads and its
+#: stores, the incoming updates and the DMA engine's reads.
+KINDS = ("gemm_read", "gemm_store", "update", "dma_read")
 
-    def __init__(self, rows):
+
+class DoorCensus:
+    """Who opens rows at the door, and whose rows they close: ``openings[(opener, closed)]``
+    counts the row openings by the kind of the request that starts one and the kind of the
+    request last granted in that bank (None: no row open yet), ``grants[kind]`` the grants,
+    over ``cycles`` cycles (kinds: :data:`KINDS`). Why: behind rows a request costs what it
+    closes, and which streams take rows from which is what a model of the channel must get
+    right; the same census is taken of the RTL's door
+    (:mod:`system_model.studies.door_census`)."""
+
+    def __init__(self, place=None):
+        self.openings: dict = {}
+        self.grants: dict = {}
+        self.places: dict = {}
+        self.cycles = 0
+        #: Where an address lies among the stages' chunks: the stage whose chunk holds it less
+        #: the current stage (0: the chunk the GEMM's stores fill now, 1: the next stage's),
+        #: or None; ``places[(kind, step)]`` counts the grants of the stores, updates and DMA
+        #: reads by it.
+        self.place = place
+
+    def clear(self) -> None:
+        self.openings, self.grants, self.places, self.cycles = {}, {}, {}, 0
+
+
+class DoorRows:
+    """The door's row state, cycle by cycle (see the module); with a ``census``, the kinds that
+    open and close rows (:class:`DoorCensus`)."""
+
+    def __init__(self, rows, census: DoorCensus | None = None):
         self.rows = rows
         self.open = [None] * rows.banks
         self.count = [0] * rows.banks
         self.misses = 0
+        self.census = census
+        self.owner = [None] * rows.banks
 
-    def cycle(self, addr: int | None) -> bool:
-        """Whether the request at ``addr`` (None: no offer) may go this cycle; then the edge."""
+    def cycle(self, addr: int | None, kind: str | None = None) -> bool:
+        """Whether the request at ``addr`` (None: no offer; ``kind``: its kind, for the
+        census) may go this cycle; then the edge."""
         ready = False
         start = None
         if addr is not None:
@@ -80,6 +113,10 @@ class DoorRows:
                     ready = True
                 else:
                     start = (bank, row)
+            census = self.census
+            if census is not None and start is not None:
+                key = (kind, self.owner[bank])
+                census.openings[key] = census.openings.get(key, 0) + 1
         count = self.count
         for b in range(len(count)):
             if count[b]:
@@ -90,11 +127,22 @@ class DoorRows:
             self.misses += 1
         return ready
 
+    def note_grant(self, addr: int, kind: str) -> None:
+        """For the census: the request at ``addr`` of ``kind`` was granted (its row is now
+        that kind's)."""
+        self.owner[self.rows.bank_row(addr)[0]] = kind
+        census = self.census
+        census.grants[kind] = census.grants.get(kind, 0) + 1
+        if census.place is not None and kind != "gemm_read":
+            key = (kind, census.place(addr))
+            census.places[key] = census.places.get(key, 0) + 1
+
 
 def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, waves: int, trace_window: int,
-                  starvation_cap: float):
+                  starvation_cap: float, census: DoorCensus | None = None):
     """The steady-state wave of ``load`` (a :class:`.dram_cycle.WaveLoad` with ``rows``) under
-    ``policy``; returns the fields of :class:`.dram_cycle.WaveResult` as a dict."""
+    ``policy``; returns the fields of :class:`.dram_cycle.WaveResult` as a dict (``census``:
+    filled with the measured waves' row openings and grants by kind)."""
     rows = load.rows
     reads, stores, compute = round(load.reads), round(load.stores), load.compute_cycles
     if load.measured_waves:
@@ -108,7 +156,17 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
     mode = POLICIES[policy]
     arbiter = MemoryArbiterModel(wait_width=16)
     decide, step = arbiter.decide, arbiter.step
-    door = DoorRows(rows)
+    door = DoorRows(rows, census)
+    if census is not None and rows.chunk_order:
+        order, chunk_requests = rows.chunk_order, rows.chunk_requests
+
+        def place(addr: int) -> int | None:
+            chunk = addr // chunk_requests
+            if chunk not in order:
+                return None
+            n = len(order)
+            return (order.index(chunk) - load.stage + n // 2) % n - n // 2
+        census.place = place
     mu, depth, latency, out_cap = load.service_rate, load.queue_entries, load.latency_cycles, load.outstanding
     store_units, update_units = load.store_units, load.update_units
     steps = load.k_steps
@@ -188,6 +246,8 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
         store_acc = 0.0
         measured = wave >= WARM_UP_WAVES
         if wave == WARM_UP_WAVES:
+            if census is not None:
+                census.clear()
             backlog_at_start = len(updates) + len(dmas)
             # The previous GPU starts the stage with this one: its stores (the updates not
             # forwarded) start at the chunk's first tile with the measured waves.
@@ -269,10 +329,20 @@ def simulate_door(load, policy: str, threshold: int, starvation_limit: int, *, w
                 addr = (updates if held == "u" else dmas)[0][0]
             else:
                 addr = None
-            ready = door.cycle(addr) and door_busy == 0
+            kind = None
+            if census is not None:
+                if measured:
+                    census.cycles += 1
+                if winner == COMPUTE:
+                    kind = "gemm_store" if fifo[0][0] else "gemm_read"
+                elif winner == COMM:
+                    kind = "update" if held == "u" else "dma_read"
+            ready = door.cycle(addr, kind) and door_busy == 0
             if door_busy:
                 door_busy -= 1
             step(winner=winner, comm_valid=comm_valid, grant_ready=ready)
+            if census is not None and ready and winner is not None:
+                door.note_grant(addr, kind)
             if ready and winner == COMPUTE:
                 is_store, _, written = fifo.popleft()
                 units = store_units if is_store else 1

@@ -61,7 +61,7 @@ from ..schemes.t3 import arrival_demand, hardware_rs_s, ring_chains, ring_step_B
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
-           "crosscheck_markdown", "size_scenarios",
+           "crosscheck_markdown", "size_scenarios", "gpu_study",
            "CROSSCHECK_JSON", "CROSSCHECK_ROWS_JSON", "ROWS", "load_recorded"]
 
 #: Chosen before the first comparison (issue: "RTL–model crosscheck"): the model's total
@@ -150,6 +150,12 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
     return cfg, gemm, shape, kernel
 
 
+def gpu_study(cfg: StudyConfig, n: int, g: int) -> StudyConfig:
+    """GPU ``g``'s configuration of the micro-system behind rows: in stage ``s`` it fills chunk
+    ``(g - 1 - s) mod N`` (``CycleRows.chunk_order``)."""
+    return replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple((g - 1 - s) % n for s in range(n))))
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The model's cycles for one scenario and schedule (memory-controller cycles)."""
@@ -176,8 +182,7 @@ def predict(scenario: Scenario, change=None) -> dict[str, Prediction]:
     n = scenario.system.gpus
     if cfg.cycle_rows is None:
         return _predict_gpu(cfg, gemm, shape, kernel, n)
-    configs = [replace(cfg, cycle_rows=replace(cfg.cycle_rows, chunk_order=tuple((g - 1 - s) % n for s in range(n))))
-               for g in range(n)]
+    configs = [gpu_study(cfg, n, g) for g in range(n)]
     per_gpu = [_predict_gpu(c, gemm, shape, kernel, n) for c in configs]
     out = {k: Prediction(max(p[k].total_cycles for p in per_gpu), max(p[k].gemm_cycles for p in per_gpu),
                          tuple(p[k].total_cycles for p in per_gpu), tuple(p[k].gemm_cycles for p in per_gpu))

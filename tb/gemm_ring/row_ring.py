@@ -5,7 +5,10 @@ rows; not synthesised).
 :class:`RowGemmRing` is :class:`rtl.gemm_ring.GemmRing` built with ``dram_ready=True``, each
 GPU's ``dram_request``/``dram_ready`` door closed by a :class:`~.row_bank.RowBank`. Its ports
 are the ring's, less the doors, plus ``row_status[g]`` (the memory's misses and held
-cycles), so the trace harness drives it exactly as it drives the ring.
+cycles) and, to be watched only, each door: ``door[g]`` (the request offered, ``{addr,
+write}``), ``door_valid[g]`` and ``door_ready[g]`` (the memory's answer), so that the trace
+shows every request at every door (:mod:`system_model.studies.door_census`). The harness
+drives it exactly as it drives the ring.
 """
 
 from __future__ import annotations
@@ -44,13 +47,16 @@ class RowGemmRing(wiring.Component):
         ports = {name: member for name, member in self.ring.signature.members.items()
                  if name not in ("dram_request", "dram_ready")}
         ports["row_status"] = Out(self.memories[0].status_layout).array(self.ring.gpus)
+        ports["door"] = Out(s.dram_request_layout).array(self.ring.gpus)
+        ports["door_valid"] = Out(1).array(self.ring.gpus)
+        ports["door_ready"] = Out(1).array(self.ring.gpus)
         super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.ring = ring = self.ring
         for name, member in self.signature.members.items():
-            if name == "row_status":
+            if name in ("row_status", "door", "door_valid", "door_ready"):
                 continue
             outer, inner = getattr(self, name), getattr(ring, name)
             pairs = list(zip(outer, inner, strict=True)) if member.dimensions else [(outer, inner)]
@@ -66,7 +72,10 @@ class RowGemmRing(wiring.Component):
             m.d.comb += [memory.request.valid.eq(ring.dram_request[g].valid),
                          memory.request.payload.eq(ring.dram_request[g].payload),
                          ring.dram_ready[g].eq(memory.ready),
-                         self.row_status[g].eq(memory.status)]
+                         self.row_status[g].eq(memory.status),
+                         self.door[g].eq(ring.dram_request[g].payload),
+                         self.door_valid[g].eq(ring.dram_request[g].valid),
+                         self.door_ready[g].eq(memory.ready)]
         return m
 
 

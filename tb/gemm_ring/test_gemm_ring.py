@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The ring under a staged GEMM (make test's size): every schedule of the memory-heavy
 scenario on 4 GPUs, bit-exact against numpy, and the system model within the crosscheck's
 tolerances of it; then the same runs with a DRAM-like memory (:class:`~tb.gemm_ring.row_bank.RowBank`)
@@ -23,6 +24,10 @@ TIMING = RowTiming(banks=4, row_beats=16, miss_cycles=8)
 ROWS = replace(SCENARIO, system=replace(SCENARIO.system, rows=TIMING))
 
 
+#: Each run's trace, ring and launch cycle (``run_scenario``'s ``keep``), by (schedule, rows).
+_KEPT: dict = {}
+
+
 @functools.cache
 def _run(schedule: str, rows: bool = False) -> dict:
     from tb.gemm_ring.run import run_scenario
@@ -30,7 +35,7 @@ def _run(schedule: str, rows: bool = False) -> dict:
     scenario = ROWS if rows else SCENARIO
     seed = derive_seed("gemm_ring", scenario.name, schedule)
     print(f"gemm_ring {scenario.label} {schedule} rows={rows}: data seed {seed}")
-    figures = run_scenario(scenario, schedule, seed=seed)
+    figures = run_scenario(scenario, schedule, seed=seed, keep=_KEPT.setdefault((schedule, rows), {}))
     add_stats("gemm_ring behind rows" if rows else "gemm_ring (staged GEMM + RS)", runs=1,
               cycles=figures["total_cycles"] + figures["launch_cycle"], words_bit_exact=figures["words_checked"],
               **({"row_misses": figures["row_misses"]} if rows else {}))
@@ -74,3 +79,32 @@ def test_rows_run_bit_exact_and_cost_time(schedule: str) -> None:
     assert 0 < figures["row_wait_cycles"] <= figures["total_cycles"]
     assert figures["gemm_cycles"] >= block["gemm_cycles"], (figures, block)
     assert figures["total_cycles"] >= block["total_cycles"], (figures, block)
+
+
+def test_the_door_census_reads_the_rows_run() -> None:
+    """The door census (``system_model.studies.door_census``) of every GPU's every stage: its
+    replay of each door counts exactly the openings the memory counted (else it raises), and
+    its grants are the door's."""
+    import numpy as np
+
+    from system_model.studies.door_census import rtl_census, stage_window
+    from tb.gemm_ring.row_bank import RowBank
+    from tb.trace.bench import FastPacker
+
+    _run("t3", rows=True)
+    keep = _KEPT[("t3", True)]
+    trace, ring, launch = keep["trace"], keep["ring"], keep["launch"]
+    s = ring.ring.slices[0]
+    n, beats = ROWS.system.gpus, ROWS.gemm.tiles_per_stage * ROWS.system.tile_beats
+    packers = {"status_packer": FastPacker(s.status_layout),
+               "row_packer": FastPacker(RowBank(addr_width=s.nmc.addr_width, timing=TIMING).status_layout)}
+    for g in range(n):
+        granted = np.flatnonzero(trace.np_col(f"door_valid__{g}") & trace.np_col(f"door_ready__{g}")) - launch
+        for stage in range(n):
+            window = stage_window(trace, g, launch, stage, beats)
+            census = rtl_census(trace, gpu=g, launch=launch, window=window, stage=stage,
+                                stage_chunks=[(g - 1 - k) % n for k in range(n)], chunk_requests=beats,
+                                timing=TIMING, addr_width=s.nmc.addr_width, **packers)
+            assert census.cycles == window[1] - window[0] > 0
+            assert sum(census.grants.values()) == np.count_nonzero((granted >= window[0]) & (granted < window[1]))
+            assert census.grants.get("gemm_store" if stage else "update", 0) > 0 and census.openings
