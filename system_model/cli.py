@@ -179,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
                     "'python -m system_model crosscheck --rtl' (run every RTL scenario first: Verilator, minutes); "
                     "'python -m system_model crosscheck --rtl --size quick --only memory_heavy'; "
                     "'python -m system_model crosscheck --rows' (the DRAM-like memory behind every slice, "
-                    "sim_results/crosscheck_rows.json).")
+                    "sim_results/crosscheck_rows.json); 'python -m system_model crosscheck --rtl --rows --only "
+                    "latency_bound --gpus 8 --schedule t3 --door-census 0:3' (who opens rows at GPU 0's door in "
+                    "stage 3).")
     crosscheck.add_argument("--rows", action="store_true",
                             help="the scenarios behind the harness's DRAM-like memory (banks and rows) instead of "
                                  "the block RAM: crosscheck_rows.md/.json")
@@ -194,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
     crosscheck.add_argument("--schedule", choices=("t3", "t3_mca", "sequential"), default=None,
                             help="with --rtl: one schedule only (a replay; nothing is written)")
     crosscheck.add_argument("--seed", type=int, default=None, help="with --rtl: data seed of the RTL runs (default: 1)")
+    crosscheck.add_argument("--door-census", type=_door_census, default=None, metavar="GPU:STAGE",
+                            help="with --rtl --rows --only --gpus and --schedule t3 or t3_mca: run that one RTL "
+                                 "scenario and print, for GPU's stage STAGE, who opens rows at its door and whose "
+                                 "rows they close, in the RTL and in the model (nothing is written)")
     crosscheck.add_argument("--recorded", type=Path, default=None,
                             help="recorded RTL results to read (default: sim_results/crosscheck.json, "
                                  "with --rows crosscheck_rows.json)")
@@ -359,6 +365,12 @@ def _crosscheck(args) -> int:
     started = time.perf_counter()
     rows = xc.ROWS if args.rows else None
     name = "crosscheck_rows" if args.rows else "crosscheck"
+    if args.door_census is not None:
+        from .studies.door_census import door_census
+        gpu, stage = args.door_census
+        print(door_census(args.only, args.gpus, args.schedule, gpu, stage, size=args.size or "full",
+                          seed=1 if args.seed is None else args.seed))
+        return 0
     if args.rtl:
         def show(run):
             print(f"RTL {run['scenario']}, N={run['gpus']}, {run['schedule']}: {run['total_cycles']:,} cycles "
@@ -675,6 +687,29 @@ def _repository_on_path() -> None:
             return
 
 
+def _door_census(text: str) -> tuple[int, int]:
+    gpu, _, stage = text.partition(":")
+    if not (gpu.isdigit() and stage.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected GPU:STAGE, two whole numbers, not {text!r}")
+    return int(gpu), int(stage)
+
+
+def _check_door_census(args) -> None:
+    """``crosscheck --door-census``: one RTL run behind rows, of a T3 schedule, its GPU and
+    stage within the scenario's."""
+    missing = [option for option, given in (("--rtl", args.rtl), ("--rows", args.rows), ("--only", args.only),
+                                            ("--gpus", args.gpus), ("--schedule", args.schedule)) if not given]
+    if missing:
+        raise ValueError(f"crosscheck --door-census needs {', '.join(missing)} (it counts one RTL run behind rows)")
+    if args.schedule not in ("t3", "t3_mca"):
+        raise ValueError(f"crosscheck --door-census needs --schedule t3 or t3_mca, not {args.schedule!r}")
+    gpu, stage = args.door_census
+    if not gpu < args.gpus:
+        raise ValueError(f"crosscheck --door-census: GPU must be from 0 to {args.gpus - 1}, not {gpu}")
+    if not stage < args.gpus:
+        raise ValueError(f"crosscheck --door-census: STAGE must be from 0 to {args.gpus - 1}, not {stage}")
+
+
 def _check_crosscheck(args) -> None:
     _repository_on_path()
     try:
@@ -697,6 +732,10 @@ def _check_crosscheck(args) -> None:
     if args.gpus is not None and args.gpus not in counts:
         raise ValueError(f"crosscheck --gpus must be one of {', '.join(map(str, counts))}"
                          f"{' for ' + args.only if args.only else ''}, not {args.gpus}")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"crosscheck --seed must be 0 or more, not {args.seed}")
+    if args.door_census is not None:
+        _check_door_census(args)
 
 
 def _unknown_command(word: str) -> str | None:

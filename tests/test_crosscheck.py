@@ -398,3 +398,34 @@ def test_cli_rows_and_a_block_ram_record_conflict():
     result = run_cli("--rows", "--recorded", str(xc.CROSSCHECK_JSON))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "not {'banks': 4" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rows", "--only", "latency_bound", "--gpus", "8"],
+     "crosscheck --door-census needs --rtl, --schedule (it counts one RTL run behind rows)"),
+    (["--rtl", "--only", "latency_bound", "--gpus", "8", "--schedule", "t3"], "needs --rows"),
+    (["--rtl", "--rows", "--gpus", "8", "--schedule", "t3"], "needs --only"),
+    (["--rtl", "--rows", "--only", "latency_bound", "--gpus", "8", "--schedule", "sequential"],
+     "needs --schedule t3 or t3_mca, not 'sequential'"),
+    (["--rtl", "--rows", "--only", "latency_bound", "--gpus", "4", "--schedule", "t3", "--door-census", "4:1"],
+     "GPU must be from 0 to 3, not 4"),
+    (["--rtl", "--rows", "--only", "latency_bound", "--gpus", "8", "--schedule", "t3", "--door-census", "0:8"],
+     "STAGE must be from 0 to 7, not 8"),
+    (["--rtl", "--rows", "--only", "latency_bound", "--gpus", "8", "--schedule", "t3", "--door-census", "0-3"],
+     "expected GPU:STAGE, two whole numbers, not '0-3'"),
+    (["--rtl", "--rows", "--only", "latency_bound", "--gpus", "8", "--schedule", "t3", "--seed", "-1"],
+     "crosscheck --seed must be 0 or more, not -1"),
+])
+def test_cli_door_census_refuses_before_any_work(args, message, monkeypatch, capsys):
+    from system_model import cli
+    from system_model.studies import door_census
+
+    def work(*_, **__):
+        raise AssertionError("the census ran")
+    monkeypatch.setattr(door_census, "door_census", work)
+    monkeypatch.setattr(xc, "run_rtl", work)
+    if "--door-census" not in args and "--seed" not in args:
+        args = [*args, "--door-census", "0:3"]
+    assert cli.main(["crosscheck", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err

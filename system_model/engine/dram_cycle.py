@@ -539,8 +539,10 @@ _RECORDED: list | None = None
 @contextlib.contextmanager
 def recording_waves():
     """Within the block, every wave a :class:`CycleDram` serves is appended to the list it
-    yields as ``(load, policy, threshold, starvation_limit)``: what a scheme asked of the
-    channel, to be looked at closely (:mod:`system_model.studies.door_census`)."""
+    yields as ``(clock_s, load, policy, threshold, starvation_limit)`` (``clock_s``: the
+    timeline's time when it was asked, :attr:`CycleDram.clock_s`; the last wave asked at a
+    time is the one the timeline runs until the next): what a scheme asked of the channel, to
+    be looked at closely (:mod:`system_model.studies.door_census`)."""
     global _RECORDED
     before, _RECORDED = _RECORDED, []
     try:
@@ -585,6 +587,10 @@ class CycleDram:
                             "measured_waves": gemm.get("waves", 0), "dma_lag_requests": dma_lag_requests}
                            if c.get("rows") else {}))
 
+    #: The timeline's time (seconds) when it asks for the waves it then runs (set by the
+    #: engine before it asks; read only by :func:`recording_waves`).
+    clock_s: float = 0.0
+
     #: The mean wait of a communication request at the arbiter in the last wave served with
     #: communication beside the GEMM (seconds): an arrival is added in memory that much
     #: after it lands, which a tile whose count waits for it pays (T3's ring steps).
@@ -608,7 +614,7 @@ class CycleDram:
             alone = simulate_wave(load, "alone", threshold=1, starvation_limit=1)
             threshold = dynamic_threshold(c["queue_entries"], alone.bank_utilisation)
         if _RECORDED is not None:
-            _RECORDED.append((load, self.policy, threshold, self.starvation_limit))
+            _RECORDED.append((self.clock_s, load, self.policy, threshold, self.starvation_limit))
         result = simulate_wave(load, self.policy, threshold=threshold, starvation_limit=self.starvation_limit)
         if update_Bps + dma_Bps > 0:
             self.comm_wait_s = result.mean_comm_wait_cycles / c["hz"]

@@ -128,8 +128,8 @@ class DoorRows:
         return ready
 
     def note_grant(self, addr: int, kind: str) -> None:
-        """For the census: the request at ``addr`` of ``kind`` was granted (its row is now
-        that kind's)."""
+        """For the census (a door built with one): the request at ``addr`` of ``kind`` was
+        granted (its row is now that kind's)."""
         self.owner[self.rows.bank_row(addr)[0]] = kind
         census = self.census
         census.grants[kind] = census.grants.get(kind, 0) + 1

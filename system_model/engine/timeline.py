@@ -394,6 +394,7 @@ class Engine:
         # GEMM runs alone on the channel; behind rows, where the communication may slow the
         # waves several times over, again at the pace the channel then gives them, until the
         # two agree (a fixed point: a GEMM cannot offer what it has not produced yet).
+        self.dram_model.clock_s = self.now        # for a record of the waves served (recording_waves)
         alone_s, _ = self.dram_model.serve(gemm.cycle, 0.0, 0.0, 0.0)
         pace_s = alone_s
         rounds = PACE_ROUNDS if self.dram_model.channel.get("rows") is not None else 1

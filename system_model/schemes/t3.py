@@ -345,8 +345,9 @@ def hardware_rs_from_s(sub: Sublayer, doorbells_s: list[float], local_s: list[li
                        beside_Bps: list[float] | None = None) -> float:
     """T3's reduce-scatter of outputs already in memory when each GPU's starts on its own
     (``doorbells_s[g]``: GPU ``g``'s first step may go, its GEMM done; ``local_s[g][k]``:
-    when GPU ``g``'s own part of the chunk it forwards in step ``k + 1`` exists, by default
-    its doorbell): when the last GPU's chunk is complete (:func:`ring_chains`)."""
+    when GPU ``g``'s own part of the chunk it forwards in step ``k + 1`` exists, and at
+    ``k = N - 1``, where the list is that long, of the chunk it keeps; by default its
+    doorbell): when the last GPU's chunk is complete (:func:`ring_chains`)."""
     return ring_chains(sub, doorbells_s, local_s, beside_Bps)[0]
 
 
