@@ -366,7 +366,7 @@ def _crosscheck(args) -> int:
     rows = xc.ROWS if args.rows else None
     name = "crosscheck_rows" if args.rows else "crosscheck"
     if args.door_census is not None:
-        from .studies.door_census import door_census
+        from .studies.crosscheck.door_census import door_census
         gpu, stage = args.door_census
         print(door_census(args.only, args.gpus, args.schedule, gpu, stage, size=args.size or "full",
                           seed=1 if args.seed is None else args.seed))

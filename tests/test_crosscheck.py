@@ -418,7 +418,7 @@ def test_cli_rows_and_a_block_ram_record_conflict():
 ])
 def test_cli_door_census_refuses_before_any_work(args, message, monkeypatch, capsys):
     from system_model import cli
-    from system_model.studies import door_census
+    from system_model.studies.crosscheck import door_census
 
     def work(*_, **__):
         raise AssertionError("the census ran")

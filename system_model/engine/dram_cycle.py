@@ -542,7 +542,7 @@ def recording_waves():
     yields as ``(clock_s, load, policy, threshold, starvation_limit)`` (``clock_s``: the
     timeline's time when it was asked, :attr:`CycleDram.clock_s`; the last wave asked at a
     time is the one the timeline runs until the next): what a scheme asked of the channel, to
-    be looked at closely (:mod:`system_model.studies.door_census`)."""
+    be looked at closely (:mod:`system_model.studies.crosscheck.door_census`)."""
     global _RECORDED
     before, _RECORDED = _RECORDED, []
     try:

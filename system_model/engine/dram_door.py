@@ -72,7 +72,7 @@ class DoorCensus:
     over ``cycles`` cycles (kinds: :data:`KINDS`). Why: behind rows a request costs what it
     closes, and which streams take rows from which is what a model of the channel must get
     right; the same census is taken of the RTL's door
-    (:mod:`system_model.studies.door_census`)."""
+    (:mod:`system_model.studies.crosscheck.door_census`)."""
 
     def __init__(self, place=None):
         self.openings: dict = {}

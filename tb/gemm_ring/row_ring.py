@@ -7,7 +7,7 @@ GPU's ``dram_request``/``dram_ready`` door closed by a :class:`~.row_bank.RowBan
 are the ring's, less the doors, plus ``row_status[g]`` (the memory's misses and held
 cycles) and, to be watched only, each door: ``door[g]`` (the request offered, ``{addr,
 write}``), ``door_valid[g]`` and ``door_ready[g]`` (the memory's answer), so that the trace
-shows every request at every door (:mod:`system_model.studies.door_census`). The harness
+shows every request at every door (:mod:`system_model.studies.crosscheck.door_census`). The harness
 drives it exactly as it drives the ring.
 """
 

@@ -82,12 +82,12 @@ def test_rows_run_bit_exact_and_cost_time(schedule: str) -> None:
 
 
 def test_the_door_census_reads_the_rows_run() -> None:
-    """The door census (``system_model.studies.door_census``) of every GPU's every stage: its
+    """The door census (``system_model.studies.crosscheck.door_census``) of every GPU's every stage: its
     replay of each door answers every offer as the memory did and counts the openings the
     memory counted (else it raises), and its grants are the ones the slice's arbiter counted."""
     import numpy as np
 
-    from system_model.studies.door_census import rtl_census, stage_window
+    from system_model.studies.crosscheck.door_census import rtl_census, stage_window
     from tb.gemm_ring.row_bank import RowBank
     from tb.trace.bench import FastPacker
 

@@ -46,18 +46,18 @@ from rtl.gemm_ring import GemmRing
 from tb.gemm_ring.row_bank import RowTiming
 from tb.gemm_ring.scenarios import SCHEDULES, Scenario
 
-from ..describe.block_timing import BlockTiming, load_block_timing
-from ..describe.config import ArbiterConfig, CycleRows, StudyConfig
-from ..describe.fabric import FabricConfig
-from ..describe.hardware import GpuConfig, SystemConfig
-from ..describe.kernels import GemmKernelConfig
-from ..describe.models import GemmShape
-from ..describe.transport import TransportConfig
-from ..engine.sharing import DRAM, GRANTS
-from ..engine.timeline import Flow
-from ..kernels.gemm import GemmTiming
-from ..schemes.context import GemmRun, Sublayer
-from ..schemes.t3 import arrival_demand, hardware_rs_s, ring_chains, ring_step_Bps, t3_ring
+from ...describe.block_timing import BlockTiming, load_block_timing
+from ...describe.config import ArbiterConfig, CycleRows, StudyConfig
+from ...describe.fabric import FabricConfig
+from ...describe.hardware import GpuConfig, SystemConfig
+from ...describe.kernels import GemmKernelConfig
+from ...describe.models import GemmShape
+from ...describe.transport import TransportConfig
+from ...engine.sharing import DRAM, GRANTS
+from ...engine.timeline import Flow
+from ...kernels.gemm import GemmTiming
+from ...schemes.context import GemmRun, Sublayer
+from ...schemes.t3 import arrival_demand, hardware_rs_s, ring_chains, ring_step_Bps, t3_ring
 
 __all__ = ["micro_study", "predict", "TOLERANCE_TOTAL", "TOLERANCE_MCA_POINTS", "NO_DIFFERENCE_POINTS",
            "compare", "run_rtl", "entries", "violations", "PERTURBATIONS", "perturbed_violations",
@@ -77,7 +77,7 @@ NO_DIFFERENCE_POINTS = 0.5
 #: beside them (damped; at full size the totals are within 0.1% of the twelfth round's after the sixth).
 SEQUENTIAL_ROUNDS = 6
 
-CROSSCHECK_JSON = Path(__file__).resolve().parents[2] / "sim_results" / "crosscheck.json"
+CROSSCHECK_JSON = Path(__file__).resolve().parents[3] / "sim_results" / "crosscheck.json"
 #: The same scenarios with the DRAM-like memory behind every slice (``crosscheck --rows``).
 CROSSCHECK_ROWS_JSON = CROSSCHECK_JSON.with_name("crosscheck_rows.json")
 #: The DRAM-like memory of ``crosscheck --rows``: the harness's default

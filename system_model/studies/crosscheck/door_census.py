@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.dram_cycle import STARVATION_CAP, TRACE_WINDOW, WAVES, recording_waves
-from ..engine.dram_door import KINDS, DoorCensus, simulate_door
+from ...engine.dram_cycle import STARVATION_CAP, TRACE_WINDOW, WAVES, recording_waves
+from ...engine.dram_door import KINDS, DoorCensus, simulate_door
 
 __all__ = ["rtl_census", "model_census", "stage_window", "census_markdown", "door_census"]
 
@@ -137,9 +137,9 @@ def model_census(scenario, schedule: str, gpu: int, stage: int) -> DoorCensus:
     ``scenario`` under ``schedule`` ("t3" or "t3_mca"), as the crosscheck runs it: each wave
     the timeline ran (the last one asked at each time) simulated with a census, its counts
     weighted by the time it ran."""
-    from ..schemes.context import Sublayer
-    from ..schemes.t3 import t3_ring
-    from .crosscheck import gpu_study, micro_study
+    from ...schemes.context import Sublayer
+    from ...schemes.t3 import t3_ring
+    from . import gpu_study, micro_study
 
     if schedule not in ("t3", "t3_mca"):
         raise ValueError(f"schedule must be 't3' or 't3_mca', not {schedule!r}")
@@ -222,7 +222,7 @@ def door_census(name: str, gpus: int, schedule: str, gpu: int, stage: int, *, si
     from tb.gemm_ring.run import run_scenario
     from tb.trace.bench import FastPacker
 
-    from .crosscheck import ROWS, size_scenarios
+    from . import ROWS, size_scenarios
 
     chosen = [s for s in size_scenarios(size, ROWS) if s.name == name and s.system.gpus == gpus]
     if not chosen:
