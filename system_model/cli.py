@@ -704,9 +704,9 @@ def _check_door_census(args) -> None:
     if args.schedule not in ("t3", "t3_mca"):
         raise ValueError(f"crosscheck --door-census needs --schedule t3 or t3_mca, not {args.schedule!r}")
     gpu, stage = args.door_census
-    if not gpu < args.gpus:
+    if gpu >= args.gpus:
         raise ValueError(f"crosscheck --door-census: GPU must be from 0 to {args.gpus - 1}, not {gpu}")
-    if not stage < args.gpus:
+    if stage >= args.gpus:
         raise ValueError(f"crosscheck --door-census: STAGE must be from 0 to {args.gpus - 1}, not {stage}")
 
 

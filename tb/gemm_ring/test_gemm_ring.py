@@ -87,7 +87,7 @@ def test_the_door_census_reads_the_rows_run() -> None:
     memory counted (else it raises), and its grants are the ones the slice's arbiter counted."""
     import numpy as np
 
-    from system_model.studies.crosscheck.door_census import rtl_census, stage_window
+    from system_model.studies.crosscheck.door_census import DoorTrace, stage_window
     from tb.gemm_ring.row_bank import RowBank
     from tb.trace.bench import FastPacker
 
@@ -96,16 +96,17 @@ def test_the_door_census_reads_the_rows_run() -> None:
     trace, ring, launch = keep["trace"], keep["ring"], keep["launch"]
     s = ring.ring.slices[0]
     n, beats = ROWS.system.gpus, ROWS.gemm.tiles_per_stage * ROWS.system.tile_beats
-    packers = {"status_packer": FastPacker(s.status_layout),
-               "row_packer": FastPacker(RowBank(addr_width=s.nmc.addr_width, timing=TIMING).status_layout)}
+    status_packer = FastPacker(s.status_layout)
+    row_packer = FastPacker(RowBank(addr_width=s.nmc.addr_width, timing=TIMING).status_layout)
     for g in range(n):
-        counters = [packers["status_packer"].unpack(v) for v in trace.col(f"status__{g}")]
+        door = DoorTrace(trace, gpu=g, launch=launch, timing=TIMING, addr_width=s.nmc.addr_width,
+                         status_packer=status_packer, row_packer=row_packer)
+        counters = [status_packer.unpack(v) for v in trace.col(f"status__{g}")]
         grants = np.array([c["arbiter.compute_grants"] + c["arbiter.comm_grants"] for c in counters])
         for stage in range(n):
             window = stage_window(trace, g, launch, stage, beats)
-            census = rtl_census(trace, gpu=g, launch=launch, window=window, stage=stage,
-                                stage_chunks=[(g - 1 - k) % n for k in range(n)], chunk_requests=beats,
-                                timing=TIMING, addr_width=s.nmc.addr_width, **packers)
+            census = door.census(window, stage=stage, stage_chunks=[(g - 1 - k) % n for k in range(n)],
+                                 chunk_requests=beats)
             assert census.cycles == window[1] - window[0] > 0
             # The arbiter counts the window's grants in the cycle after each.
             first, last = launch + window[0], launch + window[1]

@@ -35,7 +35,7 @@ import numpy as np
 from ...engine.dram_cycle import STARVATION_CAP, TRACE_WINDOW, WAVES, recording_waves
 from ...engine.dram_door import KINDS, DoorCensus, simulate_door
 
-__all__ = ["rtl_census", "model_census", "stage_window", "census_markdown", "door_census"]
+__all__ = ["DoorTrace", "model_census", "stage_window", "census_markdown", "door_census"]
 
 #: How far ahead an offer's grant is looked for (cycles): a held offer waits at most a row's
 #: opening and the arbiter's starvation limit, far less.
@@ -57,79 +57,87 @@ def stage_window(trace, gpu: int, launch: int, stage: int, beats_per_stage: int)
     return first + 1, int(stores[stage * beats_per_stage - 1]) + 1
 
 
-def rtl_census(trace, *, gpu: int, launch: int, window: tuple[int, int], stage: int, stage_chunks: list[int],
-               chunk_requests: int, timing, addr_width: int, status_packer, row_packer) -> DoorCensus:
-    """The census of ``gpu``'s door over ``window`` (cycles from ``launch``; its GEMM's stage
-    ``stage``, whose stages fill the chunks ``stage_chunks`` of ``chunk_requests`` requests in
-    turn) in a run of the ring behind rows (see the module); raises ``AssertionError`` where
-    the door's replay does not answer as the memory did."""
-    door = trace.np_col(f"door__{gpu}").astype(np.int64)
-    valid = trace.np_col(f"door_valid__{gpu}").astype(bool)
-    ready = trace.np_col(f"door_ready__{gpu}").astype(bool)
-    reset = trace.reset_mask()
-    counters = [status_packer.unpack(v) for v in trace.col(f"status__{gpu}")]
-    comm = np.array([c["arbiter.comm_grants"] for c in counters], dtype=np.int64)
-    compute = np.array([c["arbiter.compute_grants"] for c in counters], dtype=np.int64)
-    addr, write = door & ((1 << addr_width) - 1), (door >> addr_width) & 1
-    # The arbiter's counters count a grant in the cycle after it.
-    by_comm, by_compute = np.zeros(len(door), dtype=bool), np.zeros(len(door), dtype=bool)
-    by_comm[:-1], by_compute[:-1] = np.diff(comm) > 0, np.diff(compute) > 0
-    granted = np.flatnonzero(valid & ready & (by_comm | by_compute))
-    kinds = {int(c): ("update" if write[c] else "dma_read") if by_comm[c] else
-             ("gemm_store" if write[c] else "gemm_read") for c in granted}
+class DoorTrace:
+    """One GPU's door in a run of the ring behind rows, replayed once (see the module): every
+    row opening after the launch as ``(cycle, opener's kind, closed row's kind)`` and every
+    grant as ``(cycle, kind, address)``, cycles from the launch. Raises ``AssertionError``
+    where the replay does not answer as the memory did, or does not count its openings."""
 
-    def offered_kind(c: int) -> str:
-        j = int(np.searchsorted(granted, c))
-        for k in granted[j:]:
-            if k - c > GRANT_HORIZON_CYCLES:
-                break
-            if addr[k] == addr[c]:
-                return kinds[int(k)]
-        return "never granted"
+    def __init__(self, trace, *, gpu: int, launch: int, timing, addr_width: int, status_packer, row_packer):
+        door = trace.np_col(f"door__{gpu}").astype(np.int64)
+        valid = trace.np_col(f"door_valid__{gpu}").astype(bool)
+        ready = trace.np_col(f"door_ready__{gpu}").astype(bool)
+        reset = trace.reset_mask()
+        counters = [status_packer.unpack(v) for v in trace.col(f"status__{gpu}")]
+        comm = np.array([c["arbiter.comm_grants"] for c in counters], dtype=np.int64)
+        compute = np.array([c["arbiter.compute_grants"] for c in counters], dtype=np.int64)
+        addr, write = door & ((1 << addr_width) - 1), (door >> addr_width) & 1
+        # The arbiter's counters count a grant in the cycle after it.
+        by_comm, by_compute = np.zeros(len(door), dtype=bool), np.zeros(len(door), dtype=bool)
+        by_comm[:-1], by_compute[:-1] = np.diff(comm) > 0, np.diff(compute) > 0
+        granted = np.flatnonzero(valid & ready & (by_comm | by_compute))
+        kinds = {int(c): ("update" if write[c] else "dma_read") if by_comm[c] else
+                 ("gemm_store" if write[c] else "gemm_read") for c in granted}
 
-    n, first, last = len(stage_chunks), launch + window[0], launch + window[1]
+        def offered_kind(c: int) -> str:
+            j = int(np.searchsorted(granted, c))
+            for k in granted[j:]:
+                if k - c > GRANT_HORIZON_CYCLES:
+                    break
+                if addr[k] == addr[c]:
+                    return kinds[int(k)]
+            return "never granted"
 
-    def place(a: int) -> int | None:
-        c = a // chunk_requests
-        return (stage_chunks.index(c) - stage + n // 2) % n - n // 2 if c in stage_chunks else None
-    census = DoorCensus(place)
-    census.cycles = last - first
-    opened: list = [None] * timing.banks
-    countdown = [0] * timing.banks
-    owner: list = [None] * timing.banks
-    openings = 0
-    for c in range(len(door)):
-        if reset[c]:
-            opened, countdown, owner = [None] * timing.banks, [0] * timing.banks, [None] * timing.banks
-            continue
-        start = None
-        if valid[c]:
-            bank, row = timing.bank_row(int(addr[c]))
-            answer = countdown[bank] == 0 and opened[bank] == row
-            assert answer == ready[c], (f"cycle {c}: the door's replay of GPU {gpu} answers {answer} to address "
-                                        f"{int(addr[c])}, the memory {bool(ready[c])}")
-            if countdown[bank] == 0 and opened[bank] != row:
-                start = (bank, row)
-                if c >= launch:
-                    openings += 1
-                if first <= c < last:
-                    key = (offered_kind(c), owner[bank])
-                    census.openings[key] = census.openings.get(key, 0) + 1
-            if c in kinds:
-                owner[bank] = kinds[c]
-                if first <= c < last:
-                    census.grants[kinds[c]] = census.grants.get(kinds[c], 0) + 1
-                    if kinds[c] != "gemm_read":
-                        key = (kinds[c], place(int(addr[c])))
-                        census.places[key] = census.places.get(key, 0) + 1
-        countdown = [max(0, left - 1) for left in countdown]
-        if start is not None:
-            opened[start[0]], countdown[start[0]] = start[1], timing.miss_cycles - 1
-    rows = trace.col(f"row_status__{gpu}")
-    counted = row_packer.unpack(rows[-1])["misses"] - row_packer.unpack(rows[launch])["misses"]
-    assert openings == counted, (f"the door's replay of GPU {gpu} opened {openings} rows after the launch, the "
-                                 f"memory counted {counted}")
-    return census
+        self.openings: list[tuple[int, str, str | None]] = []
+        self.grants = [(int(c) - launch, kinds[int(c)], int(addr[c])) for c in granted if c >= launch]
+        opened: list = [None] * timing.banks
+        countdown = [0] * timing.banks
+        owner: list = [None] * timing.banks
+        for c in range(len(door)):
+            if reset[c]:
+                opened, countdown, owner = [None] * timing.banks, [0] * timing.banks, [None] * timing.banks
+                continue
+            start = None
+            if valid[c]:
+                bank, row = timing.bank_row(int(addr[c]))
+                answer = countdown[bank] == 0 and opened[bank] == row
+                assert answer == ready[c], (f"cycle {c}: the door's replay of GPU {gpu} answers {answer} to "
+                                            f"address {int(addr[c])}, the memory {bool(ready[c])}")
+                if countdown[bank] == 0 and opened[bank] != row:
+                    start = (bank, row)
+                    if c >= launch:
+                        self.openings.append((c - launch, offered_kind(c), owner[bank]))
+                if c in kinds:
+                    owner[bank] = kinds[c]
+            countdown = [max(0, left - 1) for left in countdown]
+            if start is not None:
+                opened[start[0]], countdown[start[0]] = start[1], timing.miss_cycles - 1
+        rows = trace.col(f"row_status__{gpu}")
+        counted = row_packer.unpack(rows[-1])["misses"] - row_packer.unpack(rows[launch])["misses"]
+        assert len(self.openings) == counted, (f"the door's replay of GPU {gpu} opened {len(self.openings)} rows "
+                                               f"after the launch, the memory counted {counted}")
+
+    def census(self, window: tuple[int, int], *, stage: int, stage_chunks: list[int],
+               chunk_requests: int) -> DoorCensus:
+        """The census over ``window`` (cycles from the launch): the GPU's stage ``stage``,
+        whose stages fill the chunks ``stage_chunks`` of ``chunk_requests`` requests in turn."""
+        n, (first, last) = len(stage_chunks), window
+
+        def place(a: int) -> int | None:
+            c = a // chunk_requests
+            return (stage_chunks.index(c) - stage + n // 2) % n - n // 2 if c in stage_chunks else None
+        census = DoorCensus(place)
+        census.cycles = last - first
+        for c, opener, closed in self.openings:
+            if first <= c < last:
+                census.openings[(opener, closed)] = census.openings.get((opener, closed), 0) + 1
+        for c, kind, a in self.grants:
+            if first <= c < last:
+                census.grants[kind] = census.grants.get(kind, 0) + 1
+                if kind != "gemm_read":
+                    key = (kind, place(a))
+                    census.places[key] = census.places.get(key, 0) + 1
+        return census
 
 
 def model_census(scenario, schedule: str, gpu: int, stage: int) -> DoorCensus:
@@ -154,7 +162,8 @@ def model_census(scenario, schedule: str, gpu: int, stage: int) -> DoorCensus:
     for clock_s, *wave in served:
         ran[clock_s] = tuple(wave)             # the last wave asked at a time is the one run
     times = sorted(ran) + [result.gemm_s]
-    census, weights = DoorCensus(), 0.0
+    hz = cfg.system.gpu.mc_clock_GHz * 1e9
+    census, ran_cycles = DoorCensus(), 0.0
     for begin, end in zip(times, times[1:], strict=False):
         load, policy, threshold, limit = ran[begin]
         if load.stage != stage or load.reads <= 0 or load.update_rate + load.dma_rate <= 0 or end <= begin:
@@ -164,25 +173,16 @@ def model_census(scenario, schedule: str, gpu: int, stage: int) -> DoorCensus:
         one = DoorCensus()
         simulate_door(load.representative(), policy, threshold, limit, waves=WAVES, trace_window=TRACE_WINDOW,
                       starvation_cap=STARVATION_CAP, census=one)
-        weight = (end - begin) / max(1, one.cycles)
+        cycles = (end - begin) * hz            # the wave's counts, scaled to the cycles it ran
         for field in ("openings", "grants", "places"):
             total = getattr(census, field)
             for key, count in getattr(one, field).items():
-                total[key] = total.get(key, 0) + weight * count
-        weights += end - begin
-    if weights <= 0:
+                total[key] = total.get(key, 0) + count * cycles / max(1, one.cycles)
+        ran_cycles += cycles
+    if ran_cycles <= 0:
         raise ValueError(f"the model ran no wave of stage {stage} with communication beside it")
-    census.cycles = round(weights * _hz(cfg))
-    for field in ("openings", "grants", "places"):
-        counts = getattr(census, field)
-        for key in counts:
-            counts[key] *= _hz(cfg)
+    census.cycles = round(ran_cycles)
     return census
-
-
-def _hz(cfg) -> float:
-    """The micro-system's controller clock (cycles per second)."""
-    return cfg.system.gpu.mc_clock_GHz * 1e9
 
 
 def census_markdown(rtl: DoorCensus, model: DoorCensus, title: str) -> str:
@@ -235,10 +235,10 @@ def door_census(name: str, gpus: int, schedule: str, gpu: int, stage: int, *, si
     s = ring.ring.slices[0]
     beats = scenario.gemm.tiles_per_stage * scenario.system.tile_beats
     window = stage_window(trace, gpu, launch, stage, beats)
-    rtl = rtl_census(trace, gpu=gpu, launch=launch, window=window, stage=stage,
-                     stage_chunks=[(gpu - 1 - k) % gpus for k in range(gpus)], chunk_requests=beats,
-                     timing=scenario.system.rows, addr_width=s.nmc.addr_width,
+    door = DoorTrace(trace, gpu=gpu, launch=launch, timing=scenario.system.rows, addr_width=s.nmc.addr_width,
                      status_packer=FastPacker(s.status_layout),
                      row_packer=FastPacker(RowBank(addr_width=s.nmc.addr_width, timing=ROWS).status_layout))
+    rtl = door.census(window, stage=stage, stage_chunks=[(gpu - 1 - k) % gpus for k in range(gpus)],
+                      chunk_requests=beats)
     return census_markdown(rtl, model, f"Door census: {name}, {gpus} GPUs, {schedule}, GPU {gpu}, stage {stage} "
                                        f"(RTL cycles {window[0]:,}-{window[1]:,})")
