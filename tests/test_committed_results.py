@@ -7,9 +7,9 @@ stamp or wall time, so a re-run that changes nothing changes no byte. When this 
 the target named in the message and commit what it wrote.
 
 The RTL's measurements (``rtl_timing.json``, ``crosscheck.json``, ``synth.json``,
-``formal.json``, ``mutation.json``, ``bench.json``) are records of a measurement at a commit,
-checked by their own tests; ``crosscheck.md`` and ``peers_validation.md`` are re-derived by
-``test_crosscheck.py`` and ``test_validation.py``.
+``formal.json``, ``mutation.json``, ``bench.json``, ``asic.json``) are records of a measurement
+at a commit, checked by their own tests; ``crosscheck.md``, ``peers_validation.md`` and
+``asic.md`` are re-derived by ``test_crosscheck.py``, ``test_validation.py`` and ``test_asic.py``.
 """
 
 from __future__ import annotations
