@@ -62,11 +62,36 @@ def test_a_memory_of_no_size_is_refused(depth, width):
         sram_macros_for(depth, width)
 
 
-@given(logic=st.floats(0, 1e8), bits=st.integers(0, 1 << 24), node=st.sampled_from(sorted(NODES)))
-def test_a_node_area_range_is_ordered_and_shrinks_from_sky130(logic, bits, node):
-    lo, mid, hi = node_area_um2(logic, bits, NODES[node])
+@given(comb=st.floats(0, 1e8), ff=st.floats(0, 1e8), bits=st.integers(0, 1 << 24),
+       node=st.sampled_from(sorted(NODES)))
+def test_a_node_area_range_is_ordered_and_shrinks_from_sky130(comb, ff, bits, node):
+    lo, mid, hi = node_area_um2(comb, ff, bits, NODES[node])
     assert 0 <= lo <= mid <= hi
-    assert hi <= logic + dense_sram_um2(bits) + 1e-9
+    assert hi <= comb + ff + dense_sram_um2(bits) + 1e-6
+
+
+@pytest.mark.parametrize(("args", "field"), [((-1.0, 0.0, 0), "combinational_um2"), ((0.0, -1.0, 0), "flip_flop_um2"),
+                                            ((0.0, 0.0, -1), "memory_bits")])
+def test_a_negative_area_is_refused(args, field):
+    with pytest.raises(ValueError, match=f"{field} must be at least 0"):
+        node_area_um2(*args, NODES["5nm"])
+
+
+def test_the_committed_per_gpu_table_and_method_are_the_codes():
+    result = _committed()
+    slice_row = next(r for r in result["rows"] if r["label"] == asic.SLICE_LABEL)
+    assert result["per_gpu"] == asic.per_gpu(slice_row), "asic.json's per-GPU table is stale: run `make asic`"
+    assert result["method"] == asic._method(), "asic.json's method is stale: run `make asic`"
+
+
+def test_the_ecp5_columns_are_make_synths():
+    synth = {r["label"]: r for r in json.loads((RESULTS / "synth.json").read_text())["rows"]}
+    for spec in ASIC_SETS:
+        row = next(r for r in _committed()["rows"] if r["label"] == spec.label)
+        other = synth.get(spec.ecp5_label)
+        assert row["ecp5_comparison"] == asic.ecp5_comparison(spec, row, other), spec.label
+        same = other is not None and other["verilog_sha1"] == row["verilog_sha1"]
+        assert row.get("ecp5_fmax_MHz") == (other["fmax_MHz"] if same else None), spec.label
 
 
 def test_every_gpu_site_counts_its_presets_channels():
@@ -116,9 +141,9 @@ def test_each_row_adds_up():
 
 
 def _liberty_areas(text: str) -> tuple[dict[str, float], set[str]]:
-    """Every cell's area, and the cells with a clock pin or a gated enable (``clock : true``,
-    or a ``clock_gate_enable_pin``), read straight from the Liberty text: another rule than
-    the flow's (an ``ff`` or ``latch`` group), for the same cells."""
+    """Every cell's area, and the cells with a clock pin (``clock : true``), read straight
+    from the Liberty text: another rule than the flow's (an ``ff`` or ``latch`` group), for
+    the same cells."""
     areas, clocked = {}, set()
     for chunk in re.split(r'\n\s*cell\s*\(\s*"?', text)[1:]:
         name = re.match(r"[A-Za-z0-9_]+", chunk).group(0)
@@ -227,8 +252,10 @@ def test_the_committed_markdown_is_the_committed_json_written_out():
 
 def test_the_readme_states_the_h100_overhead_that_asic_json_holds():
     h100 = next(g for g in _committed()["per_gpu"] if g["preset"] == "h100-sxm")
-    readme = (RESULTS.parent / "README.md").read_text()
-    lo, mid, hi = h100["added_mm2_sram"]
-    plo, pmid, phi = h100["added_percent_sram"]
-    assert f"about {mid:.2f} mm^2 ({lo:.2f}-{hi:.2f})" in readme
-    assert f"{pmid:.2f}% of its {h100['die_mm2']:g} mm^2 die ({plo:.2f}-{phi:.2f}%)" in readme
+    readme = " ".join((RESULTS.parent / "README.md").read_text().split())
+    sram, ff = h100["added_mm2_sram"], h100["added_mm2_flip_flops"]
+    psram, pff = h100["added_percent_sram"], h100["added_percent_flip_flops"]
+    assert (f"about {sram[1]:.2f} mm^2 with its tables as SRAM and {ff[1]:.2f} mm^2 with them as flip-flops "
+            f"({min(sram[0], ff[0]):.2f}-{max(sram[2], ff[2]):.2f} over both)") in readme
+    assert (f"{psram[1]:.2f}-{pff[1]:.2f}% of its {h100['die_mm2']:g} mm^2 die "
+            f"({min(psram[0], pff[0]):.2f}-{max(psram[2], pff[2]):.2f}%)") in readme

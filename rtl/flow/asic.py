@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .asic_cost import (
     CELL_PAIRS,
+    FLIP_FLOP_7NM_PER_SKY130,
     GPU_SITES,
     HBM_PIM,
     LOGIC_7NM_PER_SKY130,
@@ -160,7 +161,7 @@ def price_block(spec: AsicSet, work: Path, *, timing: bool) -> dict:
         m["bits"] = m["depth"] * m["width"]
         if m["registered_read"]:
             macro, count = sram_macros_for(m["depth"], m["width"])
-            m["sram_macro"], m["sram_macros"] = macro.name, count
+            m["sram_macro"], m["sram_macro_count"] = macro.name, count
             m["sram_macro_um2"] = round(macro.area_um2 * count, 1)
             m["sram_dense_um2"] = round(dense_sram_um2(m["bits"]), 1)
     sram_tables = [m for m in tables if m["registered_read"]]
@@ -192,13 +193,14 @@ def price_block(spec: AsicSet, work: Path, *, timing: bool) -> dict:
 
 def per_gpu(slice_row: dict) -> list[dict]:
     """The added area per preset GPU (mm^2, low/central/high), tables as SRAM and as flip-flops."""
-    logic = slice_row["logic_um2"] + slice_row["flip_flop_um2"]
-    cells_all = slice_row["tables_as_flip_flops"]["area_um2"]
+    as_ff = slice_row["tables_as_flip_flops"]
     rows = []
     for site in GPU_SITES:
         node = NODES[site.node]
-        per_slice_sram = node_area_um2(logic, slice_row["sram_table_bits"], node)
-        per_slice_ff = node_area_um2(cells_all, 0, node)
+        per_slice_sram = node_area_um2(slice_row["logic_um2"], slice_row["flip_flop_um2"], slice_row["sram_table_bits"],
+                                       node)
+        per_slice_ff = node_area_um2(as_ff["area_um2"] - as_ff["sequential_area_um2"], as_ff["sequential_area_um2"], 0,
+                                     node)
         row = {"preset": site.preset, "slices": site.channels, "slices_with_pseudo_channels": 2 * site.channels,
                "node": site.node, "die": site.die, "die_mm2": site.die_mm2, "source": site.source,
                "slice_um2_sram": [round(a, 1) for a in per_slice_sram],
@@ -211,7 +213,7 @@ def per_gpu(slice_row: dict) -> list[dict]:
                                         round(per_slice_ff[1] * site.channels / 1e6, 4),
                                         round(per_slice_ff[2] * 2 * site.channels / 1e6, 4)]}
         # The paper's ~19 KB per controller as SRAM at the same node, for comparison.
-        paper = node_area_um2(0.0, PAPER_TRACKER_BITS, node)
+        paper = node_area_um2(0.0, 0.0, PAPER_TRACKER_BITS, node)
         row["paper_tracker_storage_mm2"] = [round(paper[0] * site.channels / 1e6, 4),
                                             round(paper[1] * site.channels / 1e6, 4),
                                             round(paper[2] * 2 * site.channels / 1e6, 4)]
@@ -225,6 +227,7 @@ def per_gpu(slice_row: dict) -> list[dict]:
 def _method() -> dict:
     return {
         "logic_7nm_per_sky130": [round(x, 1) for x in LOGIC_7NM_PER_SKY130],
+        "flip_flop_7nm_per_sky130": round(FLIP_FLOP_7NM_PER_SKY130, 1),
         "cell_pairs": [{"function": p.function, "sky130": p.sky130_cell, "sky130_um2": p.sky130_um2,
                         "asap7": p.asap7_cell, "asap7_um2": round(p.asap7_um2, 4), "ratio": round(p.ratio, 1)}
                        for p in CELL_PAIRS],

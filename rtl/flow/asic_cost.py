@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["SramMacro", "SKY130_SRAM_MACROS", "sram_macros_for", "dense_sram_um2", "CellPair", "CELL_PAIRS",
-           "LOGIC_7NM_PER_SKY130", "N5_PER_N7_LOGIC", "N7_SRAM_BITCELL_UM2", "N5_SRAM_BITCELL_UM2",
-           "SRAM_ARRAY_EFFICIENCY", "TWO_PORT_CELL_FACTOR", "Node",
+           "LOGIC_7NM_PER_SKY130", "FLIP_FLOP_7NM_PER_SKY130", "N5_PER_N7_LOGIC", "N7_SRAM_BITCELL_UM2",
+           "N5_SRAM_BITCELL_UM2", "SRAM_ARRAY_EFFICIENCY", "TWO_PORT_CELL_FACTOR", "Node",
            "NODES", "GpuSite", "GPU_SITES", "node_area_um2", "PAPER_TRACKER_BITS", "HBM_PIM"]
 
 
@@ -100,10 +100,15 @@ def _geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-#: How many times smaller a SKY130 cell is at 7 nm: (lowest, geometric mean, highest) over
-#: :data:`CELL_PAIRS`. The spread is the method's uncertainty for a design's mix of cells.
-LOGIC_7NM_PER_SKY130 = (min(p.ratio for p in CELL_PAIRS), _geomean(p.ratio for p in CELL_PAIRS),
+#: How many times smaller a SKY130 cell is at 7 nm: (lowest, geometric mean of the
+#: combinational cells, highest) over :data:`CELL_PAIRS`. The spread is the method's
+#: uncertainty for a design's mix of cells; the central figure scales combinational area by
+#: the combinational cells' mean and flip-flop area by the flip-flop's own ratio
+#: (:data:`FLIP_FLOP_7NM_PER_SKY130`), since flip-flops are most of a slice.
+LOGIC_7NM_PER_SKY130 = (min(p.ratio for p in CELL_PAIRS),
+                        _geomean(p.ratio for p in CELL_PAIRS if p.function != "D flip-flop"),
                         max(p.ratio for p in CELL_PAIRS))
+FLIP_FLOP_7NM_PER_SKY130 = next(p.ratio for p in CELL_PAIRS if p.function == "D flip-flop")
 
 #: TSMC's N5 logic density over N7's: 1.8x (TSMC, "5nm Technology",
 #: tsmc.com/english/dedicatedFoundry/technology/logic/l_5nm). N4/4N/4NP are N5-family nodes
@@ -133,12 +138,15 @@ class Node:
 
     name: str
     logic_divisor: tuple[float, float, float]
+    #: The central divisor of a SKY130 flip-flop area.
+    flip_flop_divisor: float
     sram_um2_per_bit: tuple[float, float, float]
 
 
 def _node(name: str, density_over_n7: float, bitcell_um2: float) -> Node:
     lo, mid, hi = LOGIC_7NM_PER_SKY130
     return Node(name, (lo * density_over_n7, mid * density_over_n7, hi * density_over_n7),
+                FLIP_FLOP_7NM_PER_SKY130 * density_over_n7,
                 tuple(bitcell_um2 * f / e for f, e in zip(TWO_PORT_CELL_FACTOR, SRAM_ARRAY_EFFICIENCY, strict=True)))
 
 
@@ -146,10 +154,19 @@ def _node(name: str, density_over_n7: float, bitcell_um2: float) -> Node:
 NODES = {"7nm": _node("7nm", 1.0, N7_SRAM_BITCELL_UM2), "5nm": _node("5nm", N5_PER_N7_LOGIC, N5_SRAM_BITCELL_UM2)}
 
 
-def node_area_um2(sky130_logic_um2: float, memory_bits: int, node: Node) -> tuple[float, float, float]:
-    """(low, central, high) area at ``node`` of SKY130 logic plus SRAM tables of ``memory_bits``."""
+def node_area_um2(combinational_um2: float, flip_flop_um2: float, memory_bits: int,
+                  node: Node) -> tuple[float, float, float]:
+    """(low, central, high) area at ``node`` of SKY130 cells (combinational and flip-flop
+    area) plus SRAM tables of ``memory_bits``."""
+    for name, value in (("combinational_um2", combinational_um2), ("flip_flop_um2", flip_flop_um2),
+                        ("memory_bits", memory_bits)):
+        if value < 0:
+            raise ValueError(f"{name} must be at least 0, not {value}")
     d, s = node.logic_divisor, node.sram_um2_per_bit
-    return tuple(sky130_logic_um2 / d[i] + memory_bits * s[i] for i in (2, 1, 0))
+    cells = combinational_um2 + flip_flop_um2
+    return (cells / d[2] + memory_bits * s[2],
+            combinational_um2 / d[1] + flip_flop_um2 / node.flip_flop_divisor + memory_bits * s[1],
+            cells / d[0] + memory_bits * s[0])
 
 
 @dataclass(frozen=True)

@@ -101,8 +101,9 @@ def library_header(source: Path) -> dict:
     name = re.search(r'^\s*library\s*\(\s*"?([A-Za-z0-9_]+)"?\s*\)', head, re.MULTILINE)
     if name is None:
         raise ValueError(f"{source} is not a Liberty file: no library(...) group in its first lines")
+    units = {"process": "", "temperature": "_C", "voltage": "_V"}
     nominal = {k: float(v) for k, v in re.findall(r"\bnom_(process|temperature|voltage)\s*:\s*(-?[\d.]+)", head)}
-    return {"library": name.group(1), **{f"nominal_{k}": v for k, v in nominal.items()}}
+    return {"library": name.group(1), **{f"nominal_{k}{units[k]}": v for k, v in nominal.items()}}
 
 
 def prepare_library(source: Path, folder: Path) -> dict:

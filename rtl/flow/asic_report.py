@@ -17,12 +17,13 @@ def _range(values: list[float], digits: int = 2) -> str:
 def markdown(result: dict) -> str:
     rows, lib = result["rows"], result["library"]
     lines = [
-        "# What T3 costs in silicon (SKY130 HD, typical corner, pre-layout)",
+        f"# What T3 costs in silicon (`{lib['library']}`, pre-layout)",
         "",
-        f"Library: `{lib['library']}` (file `{lib['file']}`; nominal {lib['nominal_temperature']:g} C, "
-        f"{lib['nominal_voltage']:g} V), less {len(lib['excluded_cells'])} low-power isolation and probe cells. "
+        f"Library: `{lib['library']}` (file `{lib['file']}`; nominal {lib['nominal_temperature_C']:g} C, "
+        f"{lib['nominal_voltage_V']:g} V), less {len(lib['excluded_cells'])} low-power isolation and probe cells. "
         "Areas are the mapped cells' (`stat -liberty`), in um^2. The reducer's `bank` stands for the DRAM T3 "
-        "updates and is never counted. *Tables as SRAM*: every memory with a registered read port taken out as "
+        "updates and is never counted in area (in the clock it is 16 words of flip-flops). *Tables as SRAM*: "
+        "every memory with a registered read port taken out as "
         "a macro; *logic* and *flip-flops* are then the rest (FIFOs and the trigger queue, read without a "
         "register, stay flip-flops; for the trigger queue an upper bound).",
         "",
@@ -44,7 +45,7 @@ def markdown(result: dict) -> str:
     for r in rows:
         for m in r["memories"]:
             read = "registered" if m["registered_read"] else "unregistered (stays flip-flops)"
-            macros = (f"{m['sram_macros']} x {m['sram_macro']}" if m.get("sram_macro") else
+            macros = (f"{m['sram_macro_count']} x {m['sram_macro']}" if m.get("sram_macro") else
                       ("the DRAM stand-in: not counted" if m["dram_stand_in"] else "—"))
             lines.append(f"| {r['label']} | `{m['memory']}` | {m['depth']} x {m['width']} | {read} | {macros} "
                          f"| {m['purpose']} |")
@@ -68,21 +69,24 @@ def markdown(result: dict) -> str:
     lines += ["", "## Per GPU", "",
               "One T3 slice per memory channel (the preset's `hbm_channels`; the high end of each range doubles "
               "it for pseudo-channels). SKY130 area scaled to the node: logic by the SKY130/ASAP7 cell-area ratio "
-              f"({_range(method['logic_7nm_per_sky130'], 1)}: lowest, geometric mean, highest of the cells below), "
+              f"({_range(method['logic_7nm_per_sky130'], 1)}: the combinational cells' geometric mean, the lowest "
+              f"and highest of all; flip-flop area centrally by the flip-flop's {method['flip_flop_7nm_per_sky130']}), "
               f"times {method['n5_per_n7_logic']} for a 5 nm-class node (TSMC N5 over N7); SRAM by the N5 bit cell "
               f"({method['n5_sram_bitcell_um2']} um^2, IEDM 2019; N7's {method['n7_sram_bitcell_um2']} um^2, IEDM "
               f"2016, for 7 nm-class) over an array efficiency of "
               f"{'-'.join(str(e) for e in method['sram_array_efficiency'])} (assumed), the high end with a two-port "
               f"cell of {method['two_port_cell_factor'][0]:g}x the 6T cell (assumed). Ranges: central (low-high).",
               "", "| preset | slices | node | slice (um^2), tables as SRAM | added (mm^2), tables as SRAM "
-              "| added (mm^2), tables as flip-flops | share of the die, SRAM (%) | die |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| added (mm^2), tables as flip-flops | share of the die, SRAM (%) "
+              "| share of the die, flip-flops (%) | die |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for g in result["per_gpu"]:
         share = _range(g["added_percent_sram"], 3) if g.get("added_percent_sram") else "no published area"
+        share_ff = _range(g["added_percent_flip_flops"], 3) if g.get("added_percent_flip_flops") else "—"
         die = f"{g['die']}: {g['die_mm2']:g} mm^2" if g["die_mm2"] else g["die"]
         lines.append(f"| {g['preset']} | {g['slices']}-{g['slices_with_pseudo_channels']} | {g['node']} "
                      f"| {_range(g['slice_um2_sram'], 0)} | {_range(g['added_mm2_sram'], 3)} "
-                     f"| {_range(g['added_mm2_flip_flops'], 3)} | {share} | {die} ({g['source']}) |")
+                     f"| {_range(g['added_mm2_flip_flops'], 3)} | {share} | {share_ff} | {die} ({g['source']}) |")
     slice_row = next((r for r in rows if r["label"] == "T3 slice"), None)
     if slice_row and result["per_gpu"]:
         bits = slice_row["sram_table_bits"] + slice_row["flip_flop_table_bits"]
