@@ -45,6 +45,8 @@ def test_merge_keeps_other_rows_in_table_order():
     (["--only", "no such block"], "--only 'no such block' matches none of: tracker 64, "),
     (["--only", "("], "--only is not a regular expression: "),
     (["--jobs", "0"], "--jobs must be at least 1, not 0"),
+    (["--extra-seeds", "2,x"], "--extra-seeds must be comma-separated integers, not '2,x'"),
+    (["--extra-seeds", "-1"], "--extra-seeds must be at least 0, not '-1'"),
 ])
 def test_cli_rejects_bad_arguments(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:

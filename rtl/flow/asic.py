@@ -57,7 +57,7 @@ from .asic_map import (
 )
 from .asic_report import markdown
 from .generate import BLOCKS, PAPER_CONFIG, read_config, write_verilog
-from .synth import verilog_sha1
+from .synth import choose_sets, verilog_sha1
 
 __all__ = ["AsicSet", "ASIC_SETS", "NOT_SILICON", "DEFAULT_LIBRARY", "price_block", "per_gpu", "main"]
 
@@ -299,13 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
-    try:
-        pattern = re.compile(args.only) if args.only is not None else None
-    except re.error as exc:
-        parser.error(f"--only is not a regular expression: {exc}")
-    chosen = [s for s in ASIC_SETS if pattern is None or pattern.search(s.label)]
-    if not chosen:
-        parser.error(f"--only {args.only!r} matches none of: {', '.join(s.label for s in ASIC_SETS)}")
+    chosen = choose_sets(parser, args.only, ASIC_SETS)
     if not args.lib.exists():
         parser.error(f"--lib {args.lib} does not exist: get sky130_fd_sc_hd__tt_025C_1v80.lib from the SkyWater PDK "
                      "(libs.ref/sky130_fd_sc_hd/lib/, via volare or ciel)")

