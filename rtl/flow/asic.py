@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -141,14 +142,23 @@ ARBITER_NETLIST = "asic_arbiter_netlist.v"
 ARBITER_CELLS = "asic_arbiter_cells.json"
 
 
+def block_folder(work: Path, label: str) -> Path:
+    """The folder under ``work`` where a row's block is mapped."""
+    return work / re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
 def price_block(spec: AsicSet, work: Path, *, timing: bool) -> dict:
     """Map one block both ways (and time it) in ``work``; its row of ``asic.json``."""
-    name = re.sub(r"[^a-z0-9]+", "_", spec.label.lower()).strip("_")
-    folder = work / name
+    folder = block_folder(work, spec.label)
     folder.mkdir(parents=True, exist_ok=True)
+    # The tools read the library and memory files from their working folder: link them in.
     for f in work.iterdir():
         if f.is_file():
-            (folder / f.name).write_bytes(f.read_bytes())
+            (folder / f.name).unlink(missing_ok=True)
+            try:
+                (folder / f.name).hardlink_to(f)
+            except OSError:
+                shutil.copyfile(f, folder / f.name)
     started = time.perf_counter()
     verilog = write_verilog(spec.block, folder / f"{spec.block}.v", **spec.params)
     mems = memories(verilog.name, spec.block, folder)
@@ -191,6 +201,13 @@ def price_block(spec: AsicSet, work: Path, *, timing: bool) -> dict:
     return row
 
 
+def _on_gpu_mm2(per_slice_um2: tuple[float, float, float], channels: int) -> list[float]:
+    """(low, central, high) mm^2 on a GPU: one slice per channel, two at the high end
+    (pseudo-channels run as channels)."""
+    return [round(per_slice_um2[0] * channels / 1e6, 4), round(per_slice_um2[1] * channels / 1e6, 4),
+            round(per_slice_um2[2] * 2 * channels / 1e6, 4)]
+
+
 def per_gpu(slice_row: dict) -> list[dict]:
     """The added area per preset GPU (mm^2, low/central/high), tables as SRAM and as flip-flops."""
     as_ff = slice_row["tables_as_flip_flops"]
@@ -205,18 +222,11 @@ def per_gpu(slice_row: dict) -> list[dict]:
                "node": site.node, "die": site.die, "die_mm2": site.die_mm2, "source": site.source,
                "slice_um2_sram": [round(a, 1) for a in per_slice_sram],
                "slice_um2_flip_flops": [round(a, 1) for a in per_slice_ff],
-               # The range: the low area at one slice per channel, the high at two.
-               "added_mm2_sram": [round(per_slice_sram[0] * site.channels / 1e6, 4),
-                                  round(per_slice_sram[1] * site.channels / 1e6, 4),
-                                  round(per_slice_sram[2] * 2 * site.channels / 1e6, 4)],
-               "added_mm2_flip_flops": [round(per_slice_ff[0] * site.channels / 1e6, 4),
-                                        round(per_slice_ff[1] * site.channels / 1e6, 4),
-                                        round(per_slice_ff[2] * 2 * site.channels / 1e6, 4)]}
-        # The paper's ~19 KB per controller as SRAM at the same node, for comparison.
-        paper = node_area_um2(0.0, 0.0, PAPER_TRACKER_BITS, node)
-        row["paper_tracker_storage_mm2"] = [round(paper[0] * site.channels / 1e6, 4),
-                                            round(paper[1] * site.channels / 1e6, 4),
-                                            round(paper[2] * 2 * site.channels / 1e6, 4)]
+               "added_mm2_sram": _on_gpu_mm2(per_slice_sram, site.channels),
+               "added_mm2_flip_flops": _on_gpu_mm2(per_slice_ff, site.channels),
+               # The paper's ~19 KB per controller as SRAM at the same node, for comparison.
+               "paper_tracker_storage_mm2": _on_gpu_mm2(node_area_um2(0.0, 0.0, PAPER_TRACKER_BITS, node),
+                                                        site.channels)}
         if site.die_mm2:
             row["added_percent_sram"] = [round(100 * a / site.die_mm2, 3) for a in row["added_mm2_sram"]]
             row["added_percent_flip_flops"] = [round(100 * a / site.die_mm2, 3) for a in row["added_mm2_flip_flops"]]
@@ -373,8 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     arbiter = next((s for s in chosen if s.block == "memory_arbiter"), None)
     if arbiter is not None:
         # The small netlist tests/test_asic.py maps again and counts against the library.
-        folder = work / re.sub(r"[^a-z0-9]+", "_", arbiter.label.lower()).strip("_")
-        netlist = (folder / "memory_arbiter_ff.v").read_text()
+        netlist = (block_folder(work, arbiter.label) / "memory_arbiter_ff.v").read_text()
         (args.out / ARBITER_NETLIST).write_text(netlist)
         used = set(re.findall(r"^\s*(sky130_fd_sc_hd__\w+)\s", netlist, re.MULTILINE))
         (args.out / ARBITER_CELLS).write_text(json.dumps(

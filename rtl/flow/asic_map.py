@@ -30,6 +30,8 @@ __all__ = ["LIBRARY_NAME", "EXCLUDED_CELL_PREFIXES", "STAND_IN", "library_header
 
 #: The copy of the library the flows read, in their working folder.
 LIBRARY_NAME = "sky130_hd_tt.lib"
+#: Its sequential cells, one name a line.
+SEQUENTIAL_LIST = "sky130_hd_tt.sequential.txt"
 #: Cells left out of the copy: the low-power isolation cells (``lpflow``) and probe cells,
 #: which need power-domain or test context that these blocks do not have (the usual
 #: "don't use" list of SKY130 HD flows).
@@ -106,11 +108,16 @@ def library_header(source: Path) -> dict:
     return {"library": name.group(1), **{f"nominal_{k}{units[k]}": v for k, v in nominal.items()}}
 
 
-def prepare_library(source: Path, folder: Path) -> dict:
-    """Write the library the flows use into ``folder`` (``source`` less the excluded cells).
+def _is_sequential(group: str) -> bool:
+    """Whether a Liberty cell group holds state (an ``ff`` or ``latch`` group)."""
+    return re.search(r"\n\s*(ff|latch)\s*\(", group) is not None
 
-    Returns its name, the cells left out, and the sequential cells (those with an ``ff`` or
-    ``latch`` group), by which the flip-flops are counted.
+
+def prepare_library(source: Path, folder: Path) -> dict:
+    """Write the library the flows use into ``folder`` (``source`` less the excluded cells),
+    with the list of its sequential cells beside it (:func:`sequential_cells` reads it).
+
+    Returns its name and the cells left out.
     """
     if not source.exists():
         raise FileNotFoundError(
@@ -125,17 +132,18 @@ def prepare_library(source: Path, folder: Path) -> dict:
             kept.append(text[at:start])
             at = end
             excluded.append(name)
-        elif re.search(r"\n\s*(ff|latch)\s*\(", text[start:end]):
+        elif _is_sequential(text[start:end]):
             sequential.append(name)
     kept.append(text[at:])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / LIBRARY_NAME).write_text("".join(kept))
+    (folder / SEQUENTIAL_LIST).write_text("".join(f"{name}\n" for name in sequential))
     for name in (_DRAM, _SRAM):
         wrtrans = "\n\t\twrtrans all new;" if name == _DRAM else ""
         (folder / f"{name}.memlib").write_text(_MEMLIB.format(name=name, abits=_ABITS[name], wrtrans=wrtrans))
     (folder / "t3_blackboxes.v").write_text("".join(_BLACKBOX.format(name=n, top=_ABITS[n] - 1)
                                                     for n in (_DRAM, _SRAM)))
-    return {"library": LIBRARY_NAME, "excluded_cells": excluded, "sequential_cells": sequential}
+    return {"library": LIBRARY_NAME, "excluded_cells": excluded}
 
 
 def cell_table(folder: Path, names) -> dict[str, dict]:
@@ -146,14 +154,14 @@ def cell_table(folder: Path, names) -> dict[str, dict]:
         if name in wanted:
             group = text[start:end]
             out[name] = {"area_um2": float(re.search(r"\barea\s*:\s*([\d.]+)", group).group(1)),
-                         "sequential": bool(re.search(r"\n\s*(ff|latch)\s*\(", group))}
+                         "sequential": _is_sequential(group)}
     return dict(sorted(out.items()))
 
 
 def sequential_cells(folder: Path) -> set[str]:
-    """The sequential cells of the prepared library in ``folder``."""
-    text = (folder / LIBRARY_NAME).read_text()
-    return {name for name, start, end in _cell_groups(text) if re.search(r"\n\s*(ff|latch)\s*\(", text[start:end])}
+    """The sequential cells of the prepared library in ``folder`` (listed when it was prepared,
+    so that counting a block's flip-flops does not parse the library again)."""
+    return set((folder / SEQUENTIAL_LIST).read_text().split())
 
 
 def _yowasp(script: str, folder: Path) -> None:
