@@ -52,10 +52,11 @@ TEST_JOBS ?= auto
 test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches, one worker per core (SEED=, WAVES=1, SIM=, TEST_JOBS=)
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
-soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, every cocotb matrix cell, the big ring regressions, the model's invariants on the row-aware DRAM (SEED=)
+soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, every cocotb matrix cell, the big ring regressions, the model's invariants on the row-aware DRAM, Llama-3 70B FC-2 through the 8-GPU RTL ring (SEED=)
 	$(PY) -m tb.trace.soak --total 10000000
 	T3_FULL_MATRIX=1 T3_SOAK=1 $(PY) -m pytest tb -k "not trace_"
 	T3_INVARIANT_DRAM=rows $(PY) -m pytest -p no:xdist tests/test_invariants.py
+	$(PY) -m tb.gemm_ring.production
 
 formal: $(STAMP) ## Every formal proof: induction where it closes, else deep BMC; says which (sim_results/formal.json; ONLY=regex)
 	$(PY) -m tb.formal.run $(if $(ONLY),--only '$(ONLY)')

@@ -102,9 +102,10 @@ def _ring_verilog(rows: RowTiming | None, params: tuple) -> tuple[str, str]:
 
 
 def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator: str | None = None,
-                 keep: dict | None = None) -> dict:
+                 keep: dict | None = None, run_name: str | None = None) -> dict:
     """Run ``scenario`` under ``schedule`` ("t3", "t3_mca" or "sequential"); return its figures
-    (``keep``, a dict, receives the trace and the ring for a closer look)."""
+    (``keep``, a dict, receives the trace and the ring for a closer look; ``run_name``: the
+    harness's run folder, for runs of one scenario side by side)."""
     if schedule not in ("t3", "t3_mca", "sequential"):
         raise ValueError(f"schedule must be 't3', 't3_mca' or 'sequential', not {schedule!r}")
     sysm, gemm = scenario.system, scenario.gemm
@@ -155,7 +156,7 @@ def run_scenario(scenario: Scenario, schedule: str, *, seed: int = 1, simulator:
                                          f"{'h' if sysm.rows.bank_hash else ''}")
     folder = REPO_ROOT / "sim_build" / "gemm_ring" / f"n{n}_cpb{sysm.link_cycles_per_beat}_t{S}_c{cycles}{rows}"
     record, layout = run_harness(folder, verilog, ports, stim, [], simulator=simulator,
-                                 run_name=f"{scenario.name}_{schedule}")
+                                 run_name=run_name or f"{scenario.name}_{schedule}")
     sim_s = time.perf_counter() - started
     trace = Trace(top, record, layout, replay=replay, coverage=Coverage(top, ()))
     check_stream_protocol(trace, ports)
@@ -218,7 +219,7 @@ def _measure(trace: Trace, ring: GemmRing, scenario: Scenario, schedule: str, pl
             trace.fail(trace.cycles - 1, f"gemm_status[{g}].config_error", 0, 1)
         # The read-back: the last len(chunk) words of this GPU's read data.
         rd_valid = np.flatnonzero(trace.np_col(f"read_data__{g}__valid"))
-        payload = trace.np_col(f"read_data__{g}__payload")
+        payload = trace.col(f"read_data__{g}__payload")      # any beat width
         words = [int(payload[c]) for c in rd_valid[-len(schedules[g].readback):]]
         want = [lanes_to_beat(row) for row in plan.expected[g]]
         nmc = s.nmc

@@ -99,10 +99,13 @@ class MicroSystem:
         tiles = self.gpus * tiles_per_stage
         entries = 1 << max(6, (tiles - 1).bit_length())
         depth = 1 << max(8, (tiles * self.tile_beats - 1).bit_length())
+        # A descriptor for every tile a GPU forwards, and the notify command (the driver programs them all
+        # before the launch): 256 for every crosscheck scenario.
+        commands = max(256, 1 << ((self.gpus - 1) * tiles_per_stage).bit_length())
         return {"gpus": self.gpus, "link_latency": self.link_latency, "link_cycles_per_beat": self.link_cycles_per_beat,
                 "tile_beats_log2": self.tile_beats_log2, "beat_width": self.beat_width, "depth": depth,
-                "entries": entries, "commands": 256, "max_beats": 16, "compute_queue_depth": self.compute_queue_depth,
-                "power_up_seed": 17}
+                "entries": entries, "commands": commands, "max_beats": 16,
+                "compute_queue_depth": self.compute_queue_depth, "power_up_seed": 17}
 
 
 @dataclass(frozen=True)

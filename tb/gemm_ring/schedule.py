@@ -53,11 +53,12 @@ def make_schedules(rng: np.random.Generator, *, schedule: str, gpus: int, tiles:
     for g, gp in enumerate(plan.plans):
         s = GpuSchedule(programs=list(gp.programs), arms=list(gp.arms), zero_writes=list(gp.zero_writes),
                         local_writes=list(gp.local_writes), readback=list(plan.chunk_addresses(g)))
+        if gp.late_programs:     # this driver programs every descriptor before the launch
+            raise ValueError(f"{len(gp.dma_tiles)} forwarded tiles per GPU need as many descriptors: commands must "
+                             f"be more than that, not {notify_cmd + 1}")
         if schedule == "t3":
             s.remote_writes = list(gp.remote_writes)
         else:
-            if gp.late_programs:
-                raise ValueError("the sequential schedule needs a descriptor per forwarded tile: raise commands")
             first = len(gp.dma_tiles)
             if first + tiles > notify_cmd:
                 raise ValueError(f"the sequential schedule forwards {first + tiles} tiles per GPU: commands must be "

@@ -32,11 +32,15 @@ def test_ring(param_set: str, testcase: str) -> None:
     BENCHES[param_set].run(testcase)
 
 
-def test_trace_ring() -> None:
-    """Reduce-scatter after reduce-scatter on 4 GPUs, 64 tiles through each, every top-level
-    output compared with the composed model every cycle, every finished round's result with
-    numpy (Verilog harness; see the module trace.py beside this one)."""
+@pytest.mark.parametrize("run", range(4), ids=[f"run{k}" for k in range(4)])
+def test_trace_ring(run: int) -> None:
+    """Reduce-scatter after reduce-scatter on 4, 4, 3 and 6 GPUs (``RingTrace.RUN_GPUS``), 16
+    tiles per chunk, every top-level output compared with the composed model every cycle,
+    every finished round's result with numpy (Verilog harness; see the module trace.py beside
+    this one). Four runs of ``RingTrace.cycles`` each (``RingTrace.runs``), each with its own
+    seed."""
     from tb.ring.trace import RingTrace
     from tb.trace.bench import check_block
 
-    check_block(RingTrace())
+    assert RingTrace.runs == len(RingTrace.RUN_GPUS) == 4, "the parametrisation follows RingTrace.runs"
+    check_block(RingTrace.for_run(run), run)

@@ -1,7 +1,8 @@
-"""Trace-driven lock-step run of the whole ring: reduce-scatter after reduce-scatter, 64 tiles per GPU.
+"""Trace-driven lock-step run of the whole ring: reduce-scatter after reduce-scatter, 16 tiles per chunk.
 
-Each segment (between mid-run resets) is one T3 reduce-scatter on 4 GPUs with 16 tiles per
-chunk (64 tiles and 256 words through every GPU), planned by
+Each segment (between mid-run resets) is one T3 reduce-scatter on 4 GPUs (3 and 6 in two of
+``make test``'s four runs) with 16 tiles per chunk (64 tiles and 256 words through every
+GPU of the 4-GPU ring), planned by
 :func:`tb.ring.protocol.plan_reduce_scatter` with fresh data: every GPU programs its
 descriptors, arms its tiles, zeroes the words it accumulates into, then writes its stages
 (stage 1 as remote updates, the others as tracked local updates), while the trackers,
@@ -16,8 +17,8 @@ for GPU *h - 1*'s token, the GEMM write ``compute_queue_depth + 1`` after its ze
 then the zeroing has left the compute queue and reached the bank); every GPU's stage-1
 remote writes wait for the last GPU's token. Every dependency points backwards in the plan.
 
-Replay: a composed model, four :class:`~tb.slice.model.SliceModel` and four
-:class:`~tb.link.model.LinkGoldenModel` wired as :class:`rtl.ring.T3Ring` wires them, is
+Replay: a composed model, one :class:`~tb.slice.model.SliceModel` and one
+:class:`~tb.link.model.LinkGoldenModel` per GPU wired as :class:`rtl.ring.T3Ring` wires them, is
 compared on every top-level output of every GPU in every cycle out of reset. Beside it, a
 spec-level check: at the end of every round that finished (every GPU notified of all its
 tiles), each GPU's chunk in the model's bank, which the lock-step comparison ties to the
@@ -49,22 +50,31 @@ PORTS = ("arm", "gemm", "gemm_read", "gemm_remote", "program")
 class RingTrace(TraceBench):
     label = "ring"
     block = "t3_ring"
-    cycles = 200_000
-    soak_run_cycles = 250_000
+    cycles = 252_000       # four runs: 10^6 checked cycles beside the resets
+    runs = 4
+    soak_run_cycles = 252_000
     tiles = 16
-    bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",
-            "stage 1 beat (remote update)", "stage 2 beat (DMA forward)", "stage 3 beat (DMA forward)",
-            "GEMM read returned", "round robin round", "MCA round", "finished round read back from the RTL",
-            "reset with a beat waiting at a link's output")
+    #: GPUs in each of the ``make test`` runs: 4, and the non-powers of two 3 and 6, where a
+    #: ring's generalisation breaks (chunk order, the last hop, descriptor reuse).
+    RUN_GPUS = (4, 4, 3, 6)
+    DEFAULT_PARAMS = {"gpus": 4, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16, "depth": 256,
+                      "entries": 64, "commands": 64, "compute_queue_depth": 8, "power_up_seed": 31}
 
     def __init__(self, params: dict | None = None):
-        super().__init__(params or {"gpus": 4, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16,
-                                    "depth": 256, "entries": 64, "commands": 64, "compute_queue_depth": 8,
-                                    "power_up_seed": 31})
+        super().__init__(params or self.DEFAULT_PARAMS)
         ring = self.component
         self.gpus = ring.gpus
+        #: Stage k: the beats GPU g sends of chunk g - k (1: the GEMM's remote updates, the
+        #: others the DMA forwarding what arrived).
+        self.stage_bins = {k: f"stage {k} beat ({'remote update' if k == 1 else 'DMA forward'})"
+                           for k in range(1, self.gpus)}
+        self.bins = ("reduce-scatter completed", "reduce-scatter cut by a reset", "tile forwarded", "tile notified",
+                     *self.stage_bins.values(), "GEMM read returned", "round robin round", "MCA round",
+                     "finished round read back from the RTL", "reset with a beat waiting at a link's output")
         s = self.slice = ring.slices[0]
         self.codec = DescriptorCodec(s.table)
+        nmc = s.nmc
+        self._lanes_equal = lambda got, expected: same_lanes(nmc.format.name, nmc.lanes, nmc.beat_width, got, expected)
         self.arm_p = FastPacker(s.tracker.arm_layout)
         self.gemm_p = FastPacker(s.gemm_layout)
         self.packet_p = FastPacker(s.packet_layout)
@@ -73,6 +83,18 @@ class RingTrace(TraceBench):
         #: Set to a list to record every write the banks execute, as ``(gpu, cycle, addr, op)``
         #: in grant order (``make characterize`` replays them into a bare reducer).
         self.bank_writes: list | None = None
+
+    @classmethod
+    def for_run(cls, run: int) -> RingTrace:
+        """The bench of ``make test``'s run ``run``: :attr:`RUN_GPUS` GPUs, the tracker, the
+        bank and the command table sized for 16 tiles per chunk (a descriptor for every
+        forwarded tile, and the notify command)."""
+        gpus = cls.RUN_GPUS[run]
+        tiles = gpus * cls.tiles
+        beats = 1 << cls.DEFAULT_PARAMS["tile_beats_log2"]
+        return cls({**cls.DEFAULT_PARAMS, "gpus": gpus, "entries": 1 << max(6, (tiles - 1).bit_length()),
+                    "depth": 1 << max(8, (tiles * beats - 1).bit_length()),
+                    "commands": 1 << max(6, ((gpus - 1) * cls.tiles).bit_length())})
 
     def stimulus(self, rng: random.Random, cycles: int):
         p, s, n = self.params, self.slice, self.gpus
@@ -92,6 +114,9 @@ class RingTrace(TraceBench):
             plan = plan_reduce_scatter(gen, gpus=n, tiles=self.tiles, beats=self.beats, lanes=s.nmc.lanes,
                                        fmt=s.nmc.format.name, notify_cmd=s.notify_cmd, entries=p["entries"],
                                        depth=p["depth"])
+            if any(gp.late_programs for gp in plan.plans):
+                raise ValueError(f"commands = {p['commands']}: this stimulus programs every descriptor before the "
+                                 f"round, so it needs more than (gpus - 1) x tiles = {(n - 1) * self.tiles}")
             self.rounds.append((seg, plan))
             sm = seg.source_mode if seg.source_mode != "idle" else "gaps"   # rounds must fit their segment
             tokens = []
@@ -132,7 +157,24 @@ class RingTrace(TraceBench):
                                after=(f"gemm__{n - 1}", tokens[-1]) if k == 0 else None)
         return stim, []
 
+    def replay_fields(self) -> tuple[str, ...]:
+        """The fields compared in every checked cycle, beside the payloads compared when valid."""
+        n = self.gpus
+        return (tuple(f"{port}__{g}.ready" for g in range(n) for port in PORTS)
+                + tuple(f"{x}__{g}.valid" for g in range(n) for x in ("gemm_read_data", "notify"))
+                + tuple(f"status[{g}]" for g in range(n)))
+
     def replay(self, trace: Trace) -> dict:
+        """The compiled replay (:mod:`tb.fast`) where ``g++`` is, else :meth:`replay_reference`
+        (always when :attr:`bank_writes` is asked for)."""
+        from tb.fast import use_compiled
+        if self.bank_writes is None and use_compiled():
+            from tb.fast.replays import replay_ring
+            return replay_ring(self, trace)
+        return self.replay_reference(trace)
+
+    def replay_reference(self, trace: Trace) -> dict:
+        """The replay on the Python golden models (four slices, four links)."""
         p, s, n = self.params, self.slice, self.gpus
         ring = self.component
         status = FastPacker(s.status_layout)
@@ -158,15 +200,9 @@ class RingTrace(TraceBench):
                              read_latency=s.read_latency) for _ in range(n)]
         links = [LinkGoldenModel(latency=link.latency, cycles_per_beat=link.cycles_per_beat, depth=link.depth)
                  for _ in range(n)]
-        nmc = s.nmc
-
-        def lanes_equal(got: int, expected: int) -> bool:
-            return same_lanes(nmc.format.name, nmc.lanes, nmc.beat_width, got, expected)
-
-        self._lanes_equal = lanes_equal
+        lanes_equal = self._lanes_equal
         chunk_words = self.tiles * self.beats
-        stage_bins = {1: "stage 1 beat (remote update)", 2: "stage 2 beat (DMA forward)",
-                      3: "stage 3 beat (DMA forward)"}
+        stage_bins = self.stage_bins
         rounds = iter(self.rounds)
         pending_reads = [deque() for _ in range(n)]    # addresses of accepted GEMM reads, oldest first
         verify = None     # per GPU {addr: numpy word} of the round that finished before the reset
@@ -175,14 +211,13 @@ class RingTrace(TraceBench):
         notified = [0] * n
         in_reset = True
         checked = 0
-        names = tuple(f"{port}__{g}.ready" for g in range(n) for port in PORTS) + tuple(
-            f"{x}__{g}.valid" for g in range(n) for x in ("gemm_read_data", "notify"))
+        names = self.replay_fields()[:-n]
         for c in range(trace.cycles):
             if rst[c]:
                 if not in_reset:
                     cover["reset with a beat waiting at a link's output"] += any(lk.outputs().output_valid
                                                                                  for lk in links)
-                    verify = self._end_round(current, notified, slices, cover)
+                    verify = self._end_round(current, notified, [m.bank.words for m in slices], cover)
                     readback_left = [len(verify[g]) if verify else 0 for g in range(n)]
                     for reads in pending_reads:
                         reads.clear()
@@ -254,16 +289,17 @@ class RingTrace(TraceBench):
                     if beat["last"]:
                         cover["tile forwarded"] += 1
             checked += 1
-        self._end_round(current, notified, slices, cover)
+        self._end_round(current, notified, [m.bank.words for m in slices], cover)
         trace.checked_cycles = checked
         if pending_reads and any(len(r) > 8 for r in pending_reads):
             raise AssertionError(f"ring: GEMM reads never answered: {[len(r) for r in pending_reads]}")
-        trace.stream_fields(names + tuple(f"status[{g}]" for g in range(n)))
+        trace.stream_fields(self.replay_fields())
         return {"rounds_completed": cover["reduce-scatter completed"]}
 
-    def _end_round(self, current, notified, slices, cover) -> dict | None:
-        """Spec-level check of a round that finished: each GPU's chunk in the model's bank is
-        the reduce-scatter; return {gpu: {addr: word}} for the read-back from the RTL."""
+    def _end_round(self, current, notified, banks, cover) -> dict | None:
+        """Spec-level check of a round that finished: each GPU's chunk in the model's bank
+        (``banks[g]``: its words, None where unknown) is the reduce-scatter; return
+        {gpu: {addr: word}} for the read-back from the RTL."""
         if current is None:
             return None
         seg, plan = current
@@ -273,7 +309,7 @@ class RingTrace(TraceBench):
         cover["reduce-scatter completed"] += 1
         cover["round robin round" if seg.index % 2 else "MCA round"] += 1
         for g in range(self.gpus):
-            words = slices[g].bank.words
+            words = banks[g]
             got = [words[a] for a in plan.chunk_addresses(g)]
             want = [lanes_to_beat(row) for row in plan.expected[g]]
             bad = [i for i, (x, y) in enumerate(zip(got, want, strict=True))

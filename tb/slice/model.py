@@ -133,7 +133,8 @@ class BankModel:
             addr, op, beat = write
             if op == UPDATE:
                 old = self.words[addr]
-                self.words[addr] = None if old is None else self.adder(old, beat)
+                # An unknown word, or an unknown beat (a DMA forwarding a word never stored), sums to unknown.
+                self.words[addr] = None if old is None or beat is None else self.adder(old, beat)
                 self.status["updates"] = (self.status["updates"] + 1) & COUNTER_MASK
             else:
                 self.words[addr] = beat

@@ -198,7 +198,21 @@ class SliceTrace(TraceBench):
         """Mostly updates, as a reduce-scatter sends; some stores (also tracked, also counted)."""
         return 0 if rng.random() < 0.2 else 1
 
+    #: The fields compared in every checked cycle, beside the payloads compared when valid.
+    REPLAY_FIELDS = ("gemm.ready", "gemm_read.ready", "gemm_remote.ready", "ingress.ready", "arm.ready",
+                     "program.ready", "gemm_read_data.valid", "egress.valid", "notify.valid", "status",
+                     "dram_request.valid", "dram_request.payload")
+
     def replay(self, trace: Trace) -> dict:
+        """The compiled replay (:mod:`tb.fast`) where ``g++`` is, else :meth:`replay_reference`."""
+        from tb.fast import use_compiled
+        if use_compiled():
+            from tb.fast.replays import replay_slice
+            return replay_slice(self, trace)
+        return self.replay_reference(trace)
+
+    def replay_reference(self, trace: Trace) -> dict:
+        """The replay on the Python golden model (:class:`~tb.slice.model.SliceModel`)."""
         p, s = self.params, self.component
         status = FastPacker(s.status_layout)
         packet = self.packet_p
@@ -226,8 +240,7 @@ class SliceTrace(TraceBench):
         checked = 0
         commands_done = 0
         last_write = None
-        names = ("gemm.ready", "gemm_read.ready", "gemm_remote.ready", "ingress.ready", "arm.ready",
-                 "program.ready", "gemm_read_data.valid", "egress.valid", "notify.valid")
+        names = self.REPLAY_FIELDS[:9]
         ranges = self.ranges
         for c in range(trace.cycles):
             if rst[c]:
@@ -318,7 +331,7 @@ class SliceTrace(TraceBench):
                 cover["tile forwarded by its DMA"] += 1
                 commands_done = model.engine.status["commands"]
         trace.checked_cycles = checked
-        trace.stream_fields(names + ("status", "dram_request.valid", "dram_request.payload"))
+        trace.stream_fields(self.REPLAY_FIELDS)
         return {"notifies": cover["tile notified"], "forwarded": cover["tile forwarded by its DMA"]}
 
     def _same_lanes(self, got: int, expected: int) -> bool:

@@ -117,6 +117,9 @@ class TraceBench:
     block: str = ""
     #: Cycles of one ``make test`` run.
     cycles: int = 1_000_000
+    #: Runs of :attr:`cycles` each in ``make test``, each with its own seed: a long total
+    #: without a longer record in memory (the ring's record is 450 bytes a cycle).
+    runs: int = 1
     #: Longest run ``make soak`` makes (the record of a run is held in memory).
     soak_run_cycles: int = 1_000_000
     #: Coverage bins: each must be hit at least once.
@@ -158,33 +161,35 @@ class TraceResult:
         return self.checked_cycles / max(1e-9, self.sim_s + self.replay_s)
 
 
-def replay_line(label: str, seed: int, cycles: int) -> str:
-    """The command that repeats this very run (the stimulus depends on the seed and the length)."""
-    return f"replay: TRACE_SEED={seed} TRACE_CYCLES={cycles} pytest tb -k trace_{label}  (session SEED={base_seed()})"
+def replay_line(label: str, seed: int, cycles: int, run: int | None = None) -> str:
+    """The command that repeats this very run (the stimulus depends on the seed and the length;
+    ``run``: which of the bench's ``make test`` runs, where it has several)."""
+    select = f"trace_{label}" if run is None else f"'trace_{label} and run{run}'"
+    return f"replay: TRACE_SEED={seed} TRACE_CYCLES={cycles} pytest tb -k {select}  (session SEED={base_seed()})"
 
 
-def trace_seed(label: str, cycles: int) -> int:
+def trace_seed(label: str, cycles: int, run: int = 0) -> int:
     text = os.environ.get(TRACE_SEED_ENV)
     if text:
         try:
             return int(text, 0)
         except ValueError:
             raise ValueError(f"{TRACE_SEED_ENV} must be an integer, not {text!r}") from None
-    return derive_seed("trace", label, cycles)
+    return derive_seed("trace", label, cycles) if run == 0 else derive_seed("trace", label, cycles, run)
 
 
 def run_trace(bench: TraceBench, *, cycles: int | None = None, seed: int | None = None,
               simulator: str | None = None, run_name: str = "run", folder: Path | None = None,
-              require_coverage: bool = True) -> TraceResult:
+              require_coverage: bool = True, run: int | None = None) -> TraceResult:
     """Generate, simulate and replay one trace of ``bench``; raise ``AssertionError`` on any failure.
 
     ``require_coverage=False``: a run that measures something (``make characterize``), not a
     verification run, does not fail on a bin its length did not reach; every check still
-    applies."""
+    applies. ``run``: which of the bench's ``make test`` runs this is (its seed and replay line)."""
     cycles = trace_cycles(bench.cycles) if cycles is None else cycles
-    seed = trace_seed(bench.label, cycles) if seed is None else seed
+    seed = trace_seed(bench.label, cycles, run or 0) if seed is None else seed
     simulator = simulator or trace_simulator()
-    replay = replay_line(bench.label, seed, cycles)
+    replay = replay_line(bench.label, seed, cycles, run)
     print(f"trace {bench.label}: {cycles} cycles on {simulator}  {replay}")
     started = time.perf_counter()
     verilog = to_verilog(bench.block, simulation=True, **bench.params)
@@ -216,9 +221,10 @@ def run_trace(bench: TraceBench, *, cycles: int | None = None, seed: int | None 
     return result
 
 
-def check_block(bench: TraceBench) -> TraceResult:
-    """The pytest item's body: one run, its figures and coverage added to the session summary."""
-    result = run_trace(bench)
+def check_block(bench: TraceBench, run: int | None = None) -> TraceResult:
+    """The pytest item's body: one run (``run``: which of the bench's :attr:`~TraceBench.runs`),
+    its figures and coverage added to the session summary."""
+    result = run_trace(bench, run=run, run_name="run" if not run else f"run{run}")
     add_stats(f"{bench.label} (trace)", cycles=result.checked_cycles, checks=result.checks,
               **{k: v for k, v in result.figures.items() if isinstance(v, int)})
     add_coverage(result.coverage)

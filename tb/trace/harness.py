@@ -468,6 +468,11 @@ def trace_simulator() -> str:
     return preferred_simulator("TRACE_SIM")
 
 
+#: The C++ optimisation of a harness's model (Verilator's default is -Os): -O2 runs the ring's
+#: harness 20% faster for 20% more build time, and a harness is built once and run many times.
+HARNESS_OPT_FAST = "OPT_FAST=-O2"
+
+
 def _compile(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
     """Compile harness + DUT in ``folder`` unless an identical build is there (under a file
     lock: ``make test`` runs test files in parallel processes)."""
@@ -481,7 +486,7 @@ def _compile(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Pa
 
 def _compile_locked(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
     sources = {"dut.v": dut_verilog, "harness.v": harness}
-    digest = hashlib.sha256((simulator + "".join(sources.values())).encode()).hexdigest()
+    digest = hashlib.sha256((simulator + HARNESS_OPT_FAST + "".join(sources.values())).encode()).hexdigest()
     stamp = folder / "sources.sha256"
     binary = folder / ("obj_dir/vsim" if simulator == "verilator" else "sim.vvp")
     if stamp.exists() and stamp.read_text() == digest and binary.exists():
@@ -492,7 +497,8 @@ def _compile_locked(folder: Path, dut_verilog: str, harness: str, simulator: str
     if simulator == "verilator":
         jobs = str(max(1, min(4, os.cpu_count() or 1)))
         cmd = ["verilator", "--binary", "-j", jobs, "-O2", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-               *VERILATOR_CFLAGS, "--top-module", "trace_harness", "-o", "vsim", "harness.v", "dut.v"]
+               *VERILATOR_CFLAGS, "-MAKEFLAGS", HARNESS_OPT_FAST, "--top-module", "trace_harness", "-o", "vsim",
+               "harness.v", "dut.v"]
         run = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=verilator_env())
     else:
         run = subprocess.run(["iverilog", "-g2012", "-o", "sim.vvp", "-s", "trace_harness", "harness.v", "dut.v"],

@@ -123,8 +123,12 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
                         reducer_requests_per_cycle=measured.reducer_requests_per_cycle,
                         reducer_write_cycles=s.nmc.write_latency, reducer_beat_bytes=beat,
                         source=f"T3Slice properties; reducer rate from {measured.source}")
-    kernel = GemmKernelConfig(tile_m=sysm.tile_beats, tile_n=1, k_tile=1, prefetch_stages=2, group_rows=1,
-                              compute_efficiency=1.0, bytes_per_element=beat)
+    # A model element is a beat, or an 8-byte piece of a wider beat (an element holds at
+    # most 8 bytes): a tile is tile_beats x per_beat elements, its bytes unchanged.
+    element = min(beat, 8)
+    per_beat = beat // element
+    kernel = GemmKernelConfig(tile_m=sysm.tile_beats * per_beat, tile_n=1, k_tile=1, prefetch_stages=2, group_rows=1,
+                              compute_efficiency=1.0, bytes_per_element=element)
     rows = None
     if sysm.rows is not None:     # the harness's DRAM-like memory (tb.gemm_ring.row_bank), beat = request
         rows = CycleRows(banks=sysm.rows.banks, row_requests=sysm.rows.row_beats, miss_cycles=sysm.rows.miss_cycles,
@@ -137,9 +141,9 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
     waves = math.ceil(tiles / g.tiles_per_wave)
     wave_tiles = tuple(min(g.tiles_per_wave, tiles - w * g.tiles_per_wave) for w in range(waves))
     tile_bytes = sysm.tile_beats * beat
-    shape = GemmShape(m=tiles * sysm.tile_beats, n=1, k=g.read_beats_per_tile)
+    shape = GemmShape(m=tiles * sysm.tile_beats * per_beat, n=1, k=g.read_beats_per_tile)
     gemm = GemmTiming(
-        shape=shape, cus=g.tiles_per_wave, tiles=tiles, tiles_n=1, tile_m=sysm.tile_beats,
+        shape=shape, cus=g.tiles_per_wave, tiles=tiles, tiles_n=1, tile_m=sysm.tile_beats * per_beat,
         tile_compute_s=g.compute_cycles_per_tile * 1e-9, out_tile_bytes=tile_bytes,
         cu_load_bytes_per_tile=g.read_beats_per_tile * beat,
         wave_reads=tuple(float(n * g.read_beats_per_tile * beat) for n in wave_tiles), wave_tiles=wave_tiles,
