@@ -202,11 +202,13 @@ def test_compiled_slice_model_steps_with_the_reference_on_random_inputs():
     """Random inputs at small sizes, corners included (tb/fast/step.py)."""
     from tb.fast.step import differential_run
 
+    total: dict[str, int] = {}
     for k in range(3):
         seed = derive_seed("compiled slice model, random inputs", k)
         print(f"compiled vs reference slice model on random inputs: seed {seed}")
-        met = differential_run(seed, 20_000)
-        assert all(met.values()), f"corners not met: {met}"
+        for corner, count in differential_run(seed, 20_000).items():
+            total[corner] = total.get(corner, 0) + count
+    assert all(total.values()), f"corners not met in three runs: {total}"
 
 
 @pytest.mark.parametrize("fmt", ["binary16", "bfloat16", "binary32"])

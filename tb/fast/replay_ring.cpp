@@ -19,7 +19,7 @@ enum RingGpuPort {
 // Failure codes, in RING_CHECKS order (the ready checks in PORTS order).
 enum RingCheck {
     Q_ARM_READY, Q_GEMM_READY, Q_GREAD_READY, Q_REMOTE_READY, Q_PROGRAM_READY, Q_RD_VALID, Q_NOTIFY_VALID,
-    Q_RD_PAYLOAD, Q_NOTIFY_PAYLOAD, Q_STATUS, Q_READBACK
+    Q_RD_PAYLOAD, Q_NOTIFY_PAYLOAD, Q_STATUS, Q_READBACK, Q_BANK
 };
 // Coverage counters, in RING_COVER order; the stage counters follow, one per stage 0 .. gpus - 1.
 enum RingCover { R_BEAT_WAITING, R_READ_RETURNED, R_NOTIFIED, R_FORWARDED, R_READBACK, R_STAGE0 };
@@ -79,6 +79,20 @@ extern "C" int64_t fr_ring_replay(const uint32_t* record, int64_t cycles, int64_
                 for (int g = 0; finished && g < n; ++g) finished = notified[g] >= r[0];
                 readback_round = finished ? segment : -1;
                 for (int g = 0; g < n; ++g) readback_left[g] = finished ? r[1 + g] : 0;
+                // A finished round's chunks in the model's banks are numpy's reduce-scatter
+                // (the Python replay checks it here, at the reset, before going on).
+                for (int g = 0; finished && g < n; ++g) {
+                    const uint64_t* want = expected + (segment * n + g) * static_cast<int64_t>(depth);
+                    const int64_t base = static_cast<int64_t>(g) * r[1 + g];
+                    uint64_t bad = 0, first = 0;
+                    for (int64_t i = 0; i < r[1 + g]; ++i) {
+                        const Word& w = slices[g].bank.words[base + i];
+                        if (!w.known || (w.v != want[base + i] && !lanes.same(w.v, want[base + i]))) {
+                            if (!bad++) first = static_cast<uint64_t>(i);
+                        }
+                    }
+                    if (bad) return fail.report(c, Q_BANK, g, &first, &bad, 1, static_cast<uint64_t>(segment));
+                }
             }
             in_reset = true;
             continue;

@@ -184,6 +184,10 @@ def replay_ring(bench, trace: Trace) -> dict:
         if int(fail[1]) == len(RING_PORTS) and fail[5] == fail[6]:
             raise AssertionError(f"ring: cycle {int(fail[0])}: GPU {int(fail[2])} returned a GEMM read it never "
                                  f"accepted\n  {trace.replay}")
+        if int(fail[1]) == len(RING_PORTS) + 6:      # the bank check of a finished round, as _end_round words it
+            seg = bench.rounds[int(fail[3])][0]
+            raise AssertionError(f"ring: round {seg.index}: GPU {int(fail[2])}'s chunk differs from the "
+                                 f"reduce-scatter at {int(fail[6])} words (first: word {int(fail[5])})")
         _raise_failure(trace, _ring_check_name, _ring_explain(status_p))
     sums = check_lane_sums(s.nmc.format.name, trace)
     counts = trace.coverage.counts

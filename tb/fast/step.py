@@ -17,6 +17,7 @@ import numpy as np
 
 from tb.fp_add.golden import random_bits
 from tb.slice.model import SliceInputs, SliceModel
+from tb.trace.ranges import draw as draw_in_range
 
 from . import FORMATS, STATUS_FIELDS, check_lane_sums, library, pointer
 
@@ -108,18 +109,19 @@ def differential_run(seed: int, cycles: int, params: dict | None = None) -> dict
         "arm": lambda: {"tile": rng.randint(0, tiles), "threshold": rng.choice((0, 1, 2, 3, 5, 255)),
                         "dma_cmd": rng.randrange(p["commands"])},
         "program": lambda: {"index": rng.randrange(p["commands"]),
-                            "desc": {"src_addr": rng.randint(0, words), "dst_addr": rng.randint(0, words),
+                            "desc": {"src_addr": draw_in_range(rng, 0, words), "dst_addr": rng.randint(0, words),
                                      "beats": rng.randint(0, p["max_beats"] + 1), "dst_port": rng.randrange(4),
                                      "op": rng.randrange(2)}},
     }
     met = dict.fromkeys(("notify", "forwarded unknown", "zero threshold flagged", "rearm flagged",
-                         "unarmed update flagged", "bad descriptor flagged", "wait saturated", "reset"), 0)
+                         "unarmed update flagged", "bad descriptor flagged", "unprogrammed flagged", "wait saturated",
+                         "tracked write held by the sweep", "DMA addresses wrap", "reset"), 0)
     inp = np.zeros(37, dtype=np.int64)
     got = np.zeros(len(OUTPUTS), dtype=np.int64)
     mode, threshold, limit = 0, 0, 0
     try:
         for c in range(cycles):
-            if rng.random() < 1 / 3000:
+            if rng.random() < 1 / 3000 or c == cycles // 2:     # a reset anywhere, and at least one
                 python.reset()
                 lib.fr_slice_reset(handle)
                 met["reset"] += 1
@@ -136,6 +138,8 @@ def differential_run(seed: int, cycles: int, params: dict | None = None) -> dict
             out = python.cycle(x)
             lib.fr_slice_cycle(handle, pointer(inp), pointer(got))
             want = _expected(out, out.status)
+            if out.egress_valid:
+                assert None not in want[8:12], f"an egress field of the Python model went missing: {out.egress}"
             for k, (name, w) in enumerate(zip(OUTPUTS, want, strict=True)):
                 if w is None:       # not meaningful in this cycle (or a word the model does not know)
                     continue
@@ -154,6 +158,12 @@ def differential_run(seed: int, cycles: int, params: dict | None = None) -> dict
             met["rearm flagged"] = max(met["rearm flagged"], st["tracker"]["err_rearm"])
             met["unarmed update flagged"] = max(met["unarmed update flagged"], st["tracker"]["err_unarmed_update"])
             met["bad descriptor flagged"] = max(met["bad descriptor flagged"], st["table"]["err_bad_descriptor"])
+            met["unprogrammed flagged"] = max(met["unprogrammed flagged"], st["table"]["err_unprogrammed"])
+            held = python.held
+            met["tracked write held by the sweep"] += bool(
+                held is not None and held[1]["kind"] != "read" and held[1]["tracked"] and st["tracker"]["clearing"])
+            active = python.engine.active
+            met["DMA addresses wrap"] += bool(active and active["src"] + active["left"] > words + 1)
             met["wait saturated"] += st["arbiter"]["comm_wait"] == (1 << p["wait_width"]) - 1
         sums = np.zeros(3 * lib.fr_slice_sums(handle, None), dtype=np.uint64)
         lib.fr_slice_sums(handle, pointer(sums))

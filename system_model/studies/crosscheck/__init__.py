@@ -126,6 +126,9 @@ def micro_study(scenario: Scenario) -> tuple[StudyConfig, GemmTiming, GemmShape,
     # A model element is a beat, or an 8-byte piece of a wider beat (an element holds at
     # most 8 bytes): a tile is tile_beats x per_beat elements, its bytes unchanged.
     element = min(beat, 8)
+    if beat % element:
+        raise ValueError(f"beat_width = {8 * beat}: the model's micro-system takes beats of at most 64 bits or "
+                         "whole multiples of 64")
     per_beat = beat // element
     kernel = GemmKernelConfig(tile_m=sysm.tile_beats * per_beat, tile_n=1, k_tile=1, prefetch_stages=2, group_rows=1,
                               compute_efficiency=1.0, bytes_per_element=element)
