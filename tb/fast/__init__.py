@@ -32,8 +32,8 @@ import numpy as np
 
 from tb.common.runner import REPO_ROOT
 
-__all__ = ["TRACE_MODEL_ENV", "use_compiled", "library", "STATUS_FIELDS", "field_table", "port_table",
-           "slice_params", "buffer", "check_lane_sums", "B_SUMS", "B_SNAPSHOTS", "B_FAIL"]
+__all__ = ["TRACE_MODEL_ENV", "use_compiled", "library", "pointer", "FORMATS", "STATUS_FIELDS", "field_table",
+           "port_table", "slice_params", "buffer", "check_lane_sums", "B_SUMS", "B_SNAPSHOTS", "B_FAIL"]
 
 TRACE_MODEL_ENV = "TRACE_MODEL"
 SOURCES = ("slice_model.hpp", "slice.hpp", "replay_io.hpp", "replay.cpp", "replay_slice.cpp", "replay_ring.cpp",

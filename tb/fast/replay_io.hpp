@@ -42,7 +42,6 @@ extern std::vector<uint64_t> g_buffers[3];   // 0: lane sums (a, b, sum); 1: rin
 enum { B_SUMS, B_SNAPSHOTS, B_FAIL };
 
 struct Failure {
-    const Field* fields; int status_words = 0;
     // (cycle, field code, gpu, detail, words, expected words..., got words...)
     int64_t report(int64_t cycle, int code, int gpu, const uint64_t* expected, const uint64_t* got, int words,
                    uint64_t detail = 0) {

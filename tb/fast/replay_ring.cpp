@@ -59,7 +59,7 @@ extern "C" int64_t fr_ring_replay(const uint32_t* record, int64_t cycles, int64_
     std::vector<int64_t> notified(n, 0);
     std::vector<SliceIn> in(n); std::vector<SliceOut> out(n);
     std::vector<uint8_t> link_ready(n), link_valid(n); std::vector<Packet> link_head(n);
-    Failure fail{F};
+    Failure fail;
     const int depth = slices[0].p.depth;
     std::vector<int64_t> readback_left(n, 0);
     int64_t readback_round = -1;

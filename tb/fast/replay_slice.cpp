@@ -43,7 +43,7 @@ extern "C" int64_t fr_slice_replay(const uint32_t* record, int64_t cycles, int64
     const Stream arm = stream(P, SP_ARM), gemm = stream(P, SP_GEMM), gread = stream(P, SP_GREAD);
     const Stream remote = stream(P, SP_REMOTE), ingress = stream(P, SP_INGRESS), program = stream(P, SP_PROGRAM);
     const Stream egress = stream(P, SP_EGRESS);
-    Failure fail{F};
+    Failure fail;
     bool in_reset = true; int64_t checked = 0, checks = 0, last_write = -1; uint64_t commands_done = 0;
     SliceIn in; SliceOut out;
     for (int64_t c = 0; c < cycles; ++c) {

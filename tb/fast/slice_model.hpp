@@ -33,7 +33,6 @@ template <class T> struct Fifo {
     size_t size() const { return count; }
     T& front() { return items[head]; }
     const T& front() const { return items[head]; }
-    const T& at(size_t k) const { return items[(head + k) % items.size()]; }
     void pop() { head = (head + 1) % items.size(); --count; }
     bool push(const T& x) {
         if (count == items.size()) return false;
