@@ -317,6 +317,12 @@ class T3Slice(wiring.Component):
         held = Signal(self.request_layout)
         held_valid = Signal()
         held_comm = Signal()
+        # The beat's data is registered from both classes and chosen after the register:
+        # the arbiter's decision then drives the few bits of a request's control and address,
+        # not a multiplexer of every data bit, whose fan-out spread the decision's logic
+        # across the chip (the slice's critical paths run through that decision).
+        held_data_compute = Signal.like(held.data, reset_less=True)
+        held_data_comm = Signal.like(held.data, reset_less=True)
         is_write = held.kind != MemKind.READ
         counted = is_write & held.tracked
         tracker_ok = ~counted | tracker.update.ready
@@ -341,7 +347,7 @@ class T3Slice(wiring.Component):
             nmc.request.valid.eq(held_valid & is_write & tracker_ok & ~blocked),
             nmc.request.payload.addr.eq(held.addr),
             nmc.request.payload.op.eq(Mux(held.kind == MemKind.UPDATE, WriteOp.UPDATE, WriteOp.STORE)),
-            nmc.request.payload.data.eq(held.data),
+            nmc.request.payload.data.eq(Mux(held_comm, held_data_comm, held_data_compute)),
         ]
         load = arbiter.grant.valid & arbiter.grant.ready
         if window:
@@ -363,7 +369,9 @@ class T3Slice(wiring.Component):
         with m.If(free if self._dram_ready else arbiter.grant.ready):
             m.d.sync += [held_valid.eq(load if self._dram_ready else arbiter.grant.valid),
                          held.eq(arbiter.grant.payload.request),
-                         held_comm.eq(arbiter.grant.payload.cls == RequestClass.COMM)]
+                         held_comm.eq(arbiter.grant.payload.cls == RequestClass.COMM),
+                         held_data_compute.eq(arbiter.compute.payload.data),
+                         held_data_comm.eq(arbiter.comm.payload.data)]
         # The bank must agree: it takes every write the slice issues (checked in simulation).
         m.d.sync += Assert(~nmc.request.valid | nmc.request.ready, "slice issued a write the bank refuses")
         # While the register holds a communication update that the bank's hazard refuses,

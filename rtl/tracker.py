@@ -81,6 +81,9 @@ class TrackerTable(wiring.Component):
     ------
     * Latency: a trigger becomes valid :attr:`trigger_latency` (= 3) cycles after the
       clock edge that accepts its last update, when the queue ahead of it is empty.
+      ``trigger.valid`` and ``trigger.payload`` come from flip-flops (the queue's head
+      register, written directly when the queue is empty), so a consumer may decode the
+      payload combinationally (the slice's notify split does) within its own clock period.
     * Throughput: :attr:`updates_per_cycle` (= 1) update per cycle, including back-to-back
       updates to the same tile, whatever ``trigger`` does: the counter read-modify-write
       is pipelined over the two cycles after an update's acceptance (read, then compare
@@ -248,13 +251,23 @@ class TrackerTable(wiring.Component):
         # one edge later (the one accepted with the reading update) is forwarded.
         config_rd = config_mem.read_port(transparent_for=(config_wr,))
 
-        # The trigger queue: a memory read asynchronously at its head (first word fall-through).
-        m.submodules.trigger_queue = trigger_queue = Memory(shape=self.trigger_layout, depth=depth, init=[])
+        # The trigger queue: its head word in a register, so that ``trigger.valid`` and
+        # ``trigger.payload`` leave flip-flops and the consumer's decode of the payload (the
+        # slice's notify compare, the command table's ready) starts a clock period rather than
+        # ending a memory read. The other ``depth - 1`` words wait in a memory read
+        # asynchronously at its head. A trigger that enters with the memory empty and the head
+        # register free (empty, or handing its word out at that edge) goes straight into the
+        # register: the queue behaves cycle for cycle as a first-word-fall-through queue of
+        # ``depth`` words, and adds no latency.
+        mem_depth = max(depth - 1, 1)
+        m.submodules.trigger_queue = trigger_queue = Memory(shape=self.trigger_layout, depth=mem_depth, init=[])
         queue_wr = trigger_queue.write_port()
         queue_rd = trigger_queue.read_port(domain="comb")
-        queue_head = Signal(range(depth))
-        queue_tail = Signal(range(depth))
-        queue_level = Signal(range(depth + 1))
+        queue_head = Signal(range(mem_depth))
+        queue_tail = Signal(range(mem_depth))
+        queue_level = Signal(range(mem_depth + 1))      # words in the memory
+        head_valid = Signal()                           # the head register holds a trigger
+        head = Signal(self.trigger_layout)
 
         # The reset sweep: starts at reset, clears one counter per cycle.
         clearing = Signal(init=1)
@@ -324,10 +337,11 @@ class TrackerTable(wiring.Component):
             count_next.eq(Mux(complete, 0, s2_count + 1)),
         ]
 
-        def armed_then(r):
-            # Armed as of the edge that accepted the request (before an arm of that edge).
+        def armed_then(r, *, assume_complete=True):
+            # Armed as of the edge that accepted the request (before an arm of that edge);
+            # ``assume_complete=False``: not counting S2's completion in this cycle.
             seen = (((r["was_armed"] & ~r["freed_late"]) | r["rearmed_late"]) & ~r["freed"]) | r["rearmed"]
-            return seen & ~(complete & r["same_s2"])
+            return seen & ~(complete & r["same_s2"]) if assume_complete else seen
 
         # -- P: resolve the arm ---------------------------------------------------------------
         p_armed = armed_then(p)
@@ -419,8 +433,18 @@ class TrackerTable(wiring.Component):
         m.d.sync += [
             s2_valid.eq(s1_counted),
             s2_tile.eq(s1_tile),
-            s2_config.eq(Mux(arm_ok & s1_same_arm, p_config, config_rd.data)),
         ]
+        # S1's update takes the configuration of the arm accepted with it if that arm is
+        # legal (``arm_ok``). ``arm_ok`` waits for S2's ``complete`` (a completion of the tile
+        # frees it for the arm), a carry chain late, and the configuration memory's output
+        # is late too (a block RAM's clock-to-output): the choice is made for both outcomes
+        # from registers, ``complete`` picks one, and the memory's word passes one LUT.
+        seen_p = armed_then(p, assume_complete=False)
+        takes_arm_early = s1_same_arm & p_valid & ~seen_p                   # legal whatever S2 does
+        takes_arm_freed = s1_same_arm & p_valid & (~seen_p | p["same_s2"])  # ... or freed by S2's completion
+        takes_arm = Signal()
+        m.d.comb += takes_arm.eq(Mux(complete, takes_arm_freed, takes_arm_early))
+        m.d.sync += s2_config.eq(Mux(takes_arm, p_config, config_rd.data))
         # The memory's output (late) passes one LUT: a forwarded completion is a synchronous
         # reset of the register rather than a term of its data.
         with m.If(forward & complete):
@@ -438,23 +462,32 @@ class TrackerTable(wiring.Component):
         m.d.comb += [
             trigger_in.tile.eq(s2_tile),
             trigger_in.dma_cmd.eq(s2_config.dma_cmd),
-            # The slot at the tail is written whenever S2 holds a counted update, and the tail
-            # moves on only if it completes: the slot is free then (the update's entry holds a
-            # reservation, so the queue is not full), and the late ``complete`` drives no
-            # write enable.
+            # The memory's slot at the tail is written whenever S2 holds a counted update, and
+            # the tail moves on only if it completes and does not go to the head register: the
+            # slot is free then (the update's entry holds a reservation, so at most depth - 1
+            # triggers wait, the head's included), and the late ``complete`` drives no write
+            # enable and no data.
             queue_wr.addr.eq(queue_tail),
             queue_wr.data.eq(trigger_in),
             queue_wr.en.eq(s2_valid),
         ]
 
         def advance(pointer):
-            return Mux(pointer == depth - 1, 0, pointer + 1)
+            return Mux(pointer == mem_depth - 1, 0, pointer + 1)
 
-        with m.If(complete):
+        load_head = ~head_valid | trigger_pop           # the head register takes a word at this edge
+        from_memory = queue_level != 0                  # ... the memory's oldest (else S2's trigger)
+        to_memory = complete & ~(load_head & ~from_memory)
+        with m.If(to_memory):
             m.d.sync += queue_tail.eq(advance(queue_tail))
-        with m.If(trigger_pop):
+        with m.If(load_head & from_memory):
             m.d.sync += queue_head.eq(advance(queue_head))
-        m.d.sync += queue_level.eq(queue_level + complete - trigger_pop)
+        m.d.sync += queue_level.eq(queue_level + to_memory - (load_head & from_memory))
+        with m.If(load_head):
+            m.d.sync += [
+                head_valid.eq(from_memory | complete),
+                head.eq(Mux(from_memory, queue_rd.data, trigger_in)),
+            ]
 
         # -- armed vector ---------------------------------------------------------------------
         # This cycle's resolutions reach the vector one edge later, from registers.
@@ -474,8 +507,8 @@ class TrackerTable(wiring.Component):
         # -- trigger output -------------------------------------------------------------------
         m.d.comb += [
             queue_rd.addr.eq(queue_head),
-            self.trigger.valid.eq(queue_level != 0),
-            self.trigger.payload.eq(queue_rd.data),
+            self.trigger.valid.eq(head_valid),
+            self.trigger.payload.eq(head),
         ]
 
         # -- status ---------------------------------------------------------------------------

@@ -310,9 +310,24 @@ MUTANTS: tuple[Mutant, ...] = (
         "the write-back forwarding compare drops the address MSB: a word half the bank away takes "
         "another word's result"), TRACE_REDUCER),
     Mutant("tracker-trigger-fifo-one-short", "tracker", Patch(
-        "tracker.py", "return Mux(pointer == depth - 1, 0, pointer + 1)",
-        "return Mux(pointer == depth - 2, 0, pointer + 1)",
+        "tracker.py", "return Mux(pointer == mem_depth - 1, 0, pointer + 1)",
+        "return Mux(pointer == mem_depth - 2, 0, pointer + 1)",
         "trigger queue one entry shorter than the reservations it backs"), TRACE_TRACKER),
+    # -- timing with margin (issue #28 item 7): the trigger queue's head register, the
+    # configuration choice made before ``complete``, the slice's data chosen after its register --
+    Mutant("tracker-head-skips-memory", "tracker", Patch(
+        "tracker.py", "from_memory = queue_level != 0",
+        "from_memory = queue_level > 1",
+        "a trigger entering the queue overtakes the one word waiting in its memory (out of order)"), TRACE_TRACKER),
+    Mutant("tracker-config-ignores-freeing-completion", "tracker", Patch(
+        "tracker.py", "m.d.comb += takes_arm.eq(Mux(complete, takes_arm_freed, takes_arm_early))",
+        "m.d.comb += takes_arm.eq(takes_arm_early)",
+        "an update accepted with a legal arm of its tile, made legal by S2's completion of that tile, counts "
+        "against the old threshold"), TRACE_TRACKER),
+    Mutant("slice-held-data-other-class", "t3_slice", Patch(
+        "t3_slice.py", "nmc.request.payload.data.eq(Mux(held_comm, held_data_comm, held_data_compute)),",
+        "nmc.request.payload.data.eq(Mux(held_comm, held_data_compute, held_data_comm)),",
+        "the issued write carries the other class's data register"), SLICE),
     Mutant("slice-ingress-store-as-update", "t3_slice", Patch(
         "t3_slice.py", "comm_mux.a.payload.kind.eq(Mux(packet.op == WriteOp.UPDATE, MemKind.UPDATE, MemKind.STORE)),",
         "comm_mux.a.payload.kind.eq(MemKind.UPDATE),",
