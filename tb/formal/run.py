@@ -92,7 +92,7 @@ def _proofs() -> list[Proof]:
               why="status.comm_wait counts the specified wait"),
         Proof("arbiter-starvation", _arbiter(True), 20, 20, _arbiter_broken(True),
               why="wait <= starvation_limit with the bank ready"),
-        Proof("tracker", _tracker, 8, 16, _test_module("test_tracker_formal").BROKEN,
+        Proof("tracker", _tracker, 8, 18, _test_module("test_tracker_formal").BROKEN,
               why="one trigger per arm after exactly threshold updates; sticky unarmed error",
               gap="the harness's record of the watched tile (armed, its threshold, the updates counted) comes "
                   "from the ports, so a state in which the tracker holds a trigger of the tile, or an entry "
