@@ -73,6 +73,24 @@ def _leading_zeros(m: Module, value, width: int):
     return result
 
 
+def _shift_left(value, amount):
+    """``value << amount``, truncated to ``len(value)`` bits, shifting by the amount's most
+    significant bit first.
+
+    The leading-zero count settles from its most significant bit down (the tree decides the
+    halves first), and yosys's shifter takes the amount's least significant bit first: in
+    this order the last bit to settle drives only the last level of multiplexers.
+    """
+    width = len(value)
+    for i in reversed(range(len(amount))):
+        step = 1 << i
+        if step < width:
+            value = Mux(amount[i], Cat(Const(0, step), value[:width - step]), value)
+        else:
+            value = Mux(amount[i], Const(0, width), value)
+    return value
+
+
 #: The datapath's stage boundaries, in datapath order: ``classify`` (magnitudes compared),
 #: ``order`` (operands ordered), ``align`` (smaller significand shifted), ``add`` (significands added),
 #: ``count`` (leading zeros counted), ``normalise`` (significand shifted back). The output
@@ -211,7 +229,7 @@ def fp_add_datapath(m: Module, fmt: FloatFormat, a, b, valid, *, registers_after
         # One right: the bit shifted out joins the sticky bit.
         m.d.comb += [norm.eq(Cat(total[0] | total[1], total[2:SIG + 1])), exp.eq(s["exp"] + 1)]
     with m.Else():
-        m.d.comb += [norm.eq(total[:SIG] << s["left"]), exp.eq(s["exp"] - s["left"])]
+        m.d.comb += [norm.eq(_shift_left(total[:SIG], s["left"])), exp.eq(s["exp"] - s["left"])]
     stage = {
         "valid": s["valid"], "sign": s["sign"], "norm": norm, "exp": exp,
         "zero": total == 0, "nan": s["nan"], "inf": s["inf"], "inf_sign": s["inf_sign"],
@@ -226,9 +244,12 @@ def fp_add_datapath(m: Module, fmt: FloatFormat, a, b, valid, *, registers_after
     exp_field = Mux(n[SIG - 1], s2["exp"], 0)  # no hidden bit: subnormal
     packed = Signal(unsigned(E + M + 2), name="packed")
     m.d.comb += packed.eq(Cat(n[GUARD_BITS:GUARD_BITS + M], exp_field) + round_up)
-    # packed >= infinity, as bit tests: the exponent field all ones, or a carry above it
-    # (no second carry chain after the rounding one).
-    overflow = (packed[M + E:] != 0) | (packed[M:M + E] == fmt.exp_max)
+    # packed >= infinity, decided from the operands of the rounding addition rather than
+    # its sum, so that it runs beside the carry chain instead of after it: the exponent
+    # field already at least all ones, or one below with an all-ones fraction that rounds up.
+    exp_top = s2["exp"]
+    frac_ones = n[GUARD_BITS:GUARD_BITS + M].all()
+    overflow = n[SIG - 1] & ((exp_top >= fmt.exp_max) | ((exp_top == fmt.exp_max - 1) & frac_ones & round_up))
 
     result = Signal(W, name="sum")
     with m.If(s2["nan"]):

@@ -26,6 +26,30 @@ DEFAULT_ADDER_LATENCY = {"binary16": 5, "bfloat16": 5, "binary32": 7}
 
 STATUS_COUNTER_WIDTH = 32
 
+#: Copies of each forwarding select, at most: one per lane (8 or 16 at 256 bits). A single
+#: register driving the operand multiplexers of a whole beat put several nanoseconds of
+#: routing into the adder's first stage on ECP5; a copy per lane sits beside its lane.
+SELECT_COPIES = 16
+
+
+def _matches(m: Module, name: str, copies: int, valid, addr, other) -> list[Signal]:
+    """``copies`` registers, each ``valid & (addr == other)`` of the cycle before.
+
+    Yosys merges identical cells (``opt_merge``), registers included, and ignores ``keep``
+    on their wires; so each copy compares the address bits in a different order, which is
+    the same comparison but not the same cells. (ABC may share the compare logic again; the
+    registers stay apart, which is what the fanout needs.)
+    """
+    order = list(range(len(addr)))
+    shuffle = random.Random(0).shuffle
+    out = []
+    for i in range(copies):
+        copy = Signal(name=f"{name}_{i}")
+        m.d.sync += copy.eq(valid & (Cat(addr[j] for j in order) == Cat(other[j] for j in order)))
+        out.append(copy)
+        shuffle(order)
+    return out
+
 
 class NearMemoryReducer(wiring.Component):
     """One memory bank behind a store/update request port and a read port.
@@ -47,7 +71,8 @@ class NearMemoryReducer(wiring.Component):
 
     Pipeline (cycles counted from the acceptance of a request, cycle 0)
     ----------------------------------------------------------------------
-    0. the bank is read at the request's address;
+    0. the bank is read at the request's address, and the address is compared with those
+       of the requests in flight (the hazard below, and which results to forward);
     1. the bank's word is registered (block-RAM clock-to-out stays off the adder's path),
        and so is the result of an earlier request to the same address that the bank read
        missed (the write-back of this cycle or of the cycle before);
@@ -228,10 +253,9 @@ class NearMemoryReducer(wiring.Component):
         L = self._adder_latency
         last = L + 2  # the write-back's position (cycles since acceptance)
 
-        # Address and validity of the request at every position 1 .. L + 4 (L + 3 and L + 4:
-        # the write-backs of the two cycles before, still forwarding sources).
-        valid_at = [None] + [Signal(name=f"valid_{k}") for k in range(1, last + 3)]
-        addr_at = [None] + [Signal(self._addr_width, name=f"addr_{k}", reset_less=True) for k in range(1, last + 3)]
+        # Address and validity of the request at every position 1 .. L + 2 (the write-back).
+        valid_at = [None] + [Signal(name=f"valid_{k}") for k in range(1, last + 1)]
+        addr_at = [None] + [Signal(self._addr_width, name=f"addr_{k}", reset_less=True) for k in range(1, last + 1)]
 
         # Cycle 0: a hazard holds an UPDATE whose address is in positions 1 .. L - 1.
         hazard = Signal()
@@ -242,8 +266,21 @@ class NearMemoryReducer(wiring.Component):
         accepted = self.request.valid & self.request.ready
         m.d.comb += operand_read.addr.eq(request.addr)
         m.d.sync += [valid_at[1].eq(accepted), addr_at[1].eq(request.addr)]
-        for k in range(2, last + 3):
+        for k in range(2, last + 1):
             m.d.sync += [valid_at[k].eq(valid_at[k - 1]), addr_at[k].eq(addr_at[k - 1])]
+
+        # Cycle 0, beside the hazard compares: which earlier results this request will take
+        # forwarded, registered in cycle 1 (the compare of the request with the one at
+        # position k now is that of positions 1 and k + 1 a cycle later). The request at
+        # position L + 1 now writes back in cycle 1 (d = L + 1), the one at L + 2 in cycle 0
+        # (d = L + 2, kept in ``previous``), the one at L in cycle 2 (d = L). Compared a cycle
+        # early, the selects leave their registers with nothing but fanout before the
+        # multiplexers; one copy per group of lanes keeps that fanout local (see
+        # :func:`_matches`).
+        copies = min(self.lanes, SELECT_COPIES)
+        same_as_writeback = _matches(m, "same_as_writeback", copies, valid_at[L + 1], addr_at[L + 1], request.addr)
+        same_as_previous = _matches(m, "same_as_previous", 1, valid_at[L + 2], addr_at[L + 2], request.addr)[0]
+        writeback_next = _matches(m, "writeback_next", copies, valid_at[L], addr_at[L], request.addr)
 
         # Cycle 1: the bank's word is registered as it is (block-RAM clock-to-out and the
         # read-during-write logic yosys adds stay off the adder's path); beside it, the
@@ -255,30 +292,32 @@ class NearMemoryReducer(wiring.Component):
         writeback = Signal(self._beat_width, reset_less=True)
         previous = Signal(self._beat_width, reset_less=True)
         m.d.sync += previous.eq(writeback)
-        same_as_writeback = valid_at[L + 2] & (addr_at[L + 2] == addr_at[1])
-        same_as_previous = valid_at[L + 3] & (addr_at[L + 3] == addr_at[1])
         p2_op = Signal(WriteOp, reset_less=True)
         p2_data = Signal(self._beat_width, reset_less=True)
         p2_bank = Signal(self._beat_width, reset_less=True)
         p2_missed = Signal(self._beat_width, reset_less=True)
-        from_missed = Signal()          # cycle 2: take p2_missed rather than the bank's word
-        from_writeback = Signal()       # cycle 2: the result in the write-back register (d = L)
-        m.d.sync += [
-            p2_op.eq(p1_op), p2_data.eq(p1_data), p2_bank.eq(operand_read.data),
-            p2_missed.eq(Mux(same_as_writeback, writeback, previous)),
-            from_missed.eq(same_as_writeback | same_as_previous),
-            from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),
-        ]
+        m.d.sync += [p2_op.eq(p1_op), p2_data.eq(p1_data), p2_bank.eq(operand_read.data)]
+        # Cycle 2, per copy: take p2_missed rather than the bank's word; take the result in
+        # the write-back register (d = L).
+        from_missed = [Signal(name=f"from_missed_{c}") for c in range(copies)]
+        from_writeback = [Signal(name=f"from_writeback_{c}") for c in range(copies)]
+        for c in range(copies):
+            m.d.sync += [from_missed[c].eq(same_as_writeback[c] | same_as_previous),
+                         from_writeback[c].eq(writeback_next[c])]
 
         # Cycle 2: operand choice (the newest result wins), then the adder; the result lands
-        # in the write-back register.
+        # in the write-back register. Each lane takes its selects from its own copy.
         stored = Signal(self._beat_width)
-        m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))
+        lane_bits = [slice(lane * lane_width, (lane + 1) * lane_width) for lane in range(self.lanes)]
+        for lane, bits in enumerate(lane_bits):
+            c = lane * copies // self.lanes
+            m.d.sync += p2_missed[bits].eq(Mux(same_as_writeback[c], writeback[bits], previous[bits]))
+            missed_or_bank = Mux(from_missed[c], p2_missed[bits], p2_bank[bits])
+            m.d.comb += stored[bits].eq(Mux(from_writeback[c], writeback[bits], missed_or_bank))
 
         registers = registers_for_latency(L)
         lane_sums = []
-        for lane in range(self.lanes):
-            bits = slice(lane * lane_width, (lane + 1) * lane_width)
+        for lane, bits in enumerate(lane_bits):
             if self._int_lane_width is None:
                 total, _ = fp_add_datapath(m, fmt, stored[bits], p2_data[bits], valid_at[2],
                                            registers_after=registers)

@@ -164,15 +164,15 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- near-memory reducer ----------------------------------------------------------------
     Mutant("reducer-no-forward-writeback", "nmc", Patch(
         "nmc.py",
-        "m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))",
-        "m.d.comb += stored.eq(Mux(from_missed, p2_missed, p2_bank))",
+        "m.d.comb += stored[bits].eq(Mux(from_writeback[c], writeback[bits], missed_or_bank))",
+        "m.d.comb += stored[bits].eq(missed_or_bank)",
         "no forwarding from the write-back: an update adder_latency cycles after its word's previous "
         "request reads a stale operand"),
         TRACE_REDUCER),
     Mutant("reducer-no-forward-previous", "nmc", Patch(
         "nmc.py",
-        "p2_missed.eq(Mux(same_as_writeback, writeback, previous)),",
-        "p2_missed.eq(writeback),",
+        "m.d.sync += p2_missed[bits].eq(Mux(same_as_writeback[c], writeback[bits], previous[bits]))",
+        "m.d.sync += p2_missed[bits].eq(writeback[bits])",
         "no forwarding of the write-back two cycles before: the (non-transparent) bank read missed it"),
         TRACE_REDUCER),
     Mutant("reducer-hazard-window-short", "nmc", Patch(
@@ -189,8 +189,8 @@ MUTANTS: tuple[Mutant, ...] = (
         TRACE_REDUCER),
     Mutant("reducer-forward-wrong-valid", "nmc", Patch(
         "nmc.py",
-        "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
-        "from_writeback.eq(valid_at[L] & (addr_at[L + 1] == addr_at[1])),",
+        "writeback_next = _matches(m, \"writeback_next\", copies, valid_at[L], addr_at[L], request.addr)",
+        "writeback_next = _matches(m, \"writeback_next\", copies, valid_at[L - 1], addr_at[L], request.addr)",
         "forwarding qualified by the wrong stage's valid: forwards an idle slot's stale result"),
         TRACE_REDUCER),
     # -- arbiter ------------------------------------------------------------------------------
@@ -300,13 +300,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "s1_same_arm.eq(arm_fire & (arm.tile == upd.tile)),",
         "an update in the cycle of a zero-threshold arm of its unarmed tile counts as armed by it"), TRACE_TRACKER),
     Mutant("reducer-forward-previous-unqualified", "nmc", Patch(
-        "nmc.py", "same_as_previous = valid_at[L + 3] & (addr_at[L + 3] == addr_at[1])",
-        "same_as_previous = addr_at[L + 3] == addr_at[1]",
+        "nmc.py",
+        "same_as_previous = _matches(m, \"same_as_previous\", 1, valid_at[L + 2], addr_at[L + 2], request.addr)[0]",
+        "same_as_previous = _matches(m, \"same_as_previous\", 1, 1, addr_at[L + 2], request.addr)[0]",
         "forwarding from the write-back two cycles before is not qualified by its valid: an idle slot's "
         "stale result replaces the bank's word"), TRACE_REDUCER),
     Mutant("reducer-forward-compare-drops-msb", "nmc", Patch(
-        "nmc.py", "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
-        "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1][:-1] == addr_at[1][:-1])),",
+        "nmc.py",
+        "writeback_next = _matches(m, \"writeback_next\", copies, valid_at[L], addr_at[L], request.addr)",
+        "writeback_next = _matches(m, \"writeback_next\", copies, valid_at[L], addr_at[L][:-1], request.addr[:-1])",
         "the write-back forwarding compare drops the address MSB: a word half the bank away takes "
         "another word's result"), TRACE_REDUCER),
     Mutant("tracker-trigger-fifo-one-short", "tracker", Patch(

@@ -58,12 +58,13 @@ BMC_DEPTH = 14
 #: Reducers that must fail the check.
 BROKEN = {
     "no_forwarding": (Patch(
-        "nmc.py", "m.d.comb += stored.eq(Mux(from_writeback, writeback, Mux(from_missed, p2_missed, p2_bank)))",
-        "m.d.comb += stored.eq(p2_bank)",
+        "nmc.py", "m.d.comb += stored[bits].eq(Mux(from_writeback[c], writeback[bits], missed_or_bank))",
+        "m.d.comb += stored[bits].eq(p2_bank[bits])",
         "no result is forwarded: an update soon after its word's previous request loses it"),),
     "forwards_any_address": (Patch(
-        "nmc.py", "from_writeback.eq(valid_at[L + 1] & (addr_at[L + 1] == addr_at[1])),",
-        "from_writeback.eq(valid_at[L + 1]),",
+        "nmc.py",
+        'writeback_next = _matches(m, "writeback_next", copies, valid_at[L], addr_at[L], request.addr)',
+        'writeback_next = _matches(m, "writeback_next", copies, valid_at[L], addr_at[L][:0], request.addr[:0])',
         "the write-back is forwarded whatever its address: requests to two words mix"),),
     "no_hazard_wait": (Patch(
         "nmc.py", "conflicts = [valid_at[k] & (addr_at[k] == request.addr) for k in range(1, L)]",
