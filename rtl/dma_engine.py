@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Assert, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -146,20 +146,26 @@ class DmaEngine(wiring.Component):
         stages = [Signal(meta_layout, name=f"read_stage{i}") for i in range(latency)]
         in_flight = sum(stage.valid for stage in stages)
 
-        want = Signal()   # a read is wanted and the buffer has room for its data
+        want = Signal()   # a read is wanted and the buffer has room for its data (a register)
         issue = Signal()
         issue_last = Signal()
         granted = self.mem_read.ready if self._arbitrated else 1
-        # Beats buffered or in flight (buffer.level + in_flight), kept as a counter with a
-        # registered "room" flag, so that mem_read.en (which the slice's arbiter waits on)
-        # is not a sum and a compare after the state.
+        # Beats buffered or in flight (buffer.level + in_flight), kept as a counter, and
+        # ``want`` (= active and the counter below the buffer's depth) as a register: the
+        # slice's arbiter waits on ``mem_read.en``, and decides ``mem_read.ready`` late in the
+        # cycle. Both outcomes of this cycle's read are formed before it is known, and the
+        # grant picks one.
         reserved = Signal(range(self.buffer_depth + 1))
-        room = Signal(init=1)
-        reserved_next = Signal.like(reserved)
-        m.d.comb += reserved_next.eq(reserved + issue - (self.egress.valid & self.egress.ready))
-        m.d.sync += [reserved.eq(reserved_next), room.eq(reserved_next < self.buffer_depth)]
+        kept = Signal.like(reserved)       # the count if no read issues now
+        m.d.comb += kept.eq(reserved - (self.egress.valid & self.egress.ready))
+        depth = self.buffer_depth
+        # The next cycle's ``active``: a read that is the command's last lets the next command in.
+        active_if_read = self.cmd.valid | (left != 1)
+        active_if_not = active | self.cmd.valid
+        m.d.sync += [reserved.eq(Mux(issue, kept + 1, kept)),
+                     want.eq(Mux(issue, active_if_read & (kept + 1 < depth), active_if_not & (kept < depth)))]
+        m.d.sync += Assert(want == (active & (reserved < depth)), "the engine's want register disagrees")
         m.d.comb += [
-            want.eq(active & room),
             issue.eq(want & granted),
             issue_last.eq(issue & (left == 1)),
             self.cmd.ready.eq(~active | issue_last),

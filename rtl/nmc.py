@@ -100,9 +100,12 @@ class NearMemoryReducer(wiring.Component):
     * :attr:`same_address_interval` = ``adder_latency``: a chain of updates to one address
       runs at one per adder latency, by the dependency.
     * :attr:`write_latency` = ``adder_latency + 2``: a request accepted in cycle *c* is
-      visible to a ``read`` issued in cycle *c + write_latency* or later (reads are
-      transparent to the write-back).
-    * :attr:`read_latency` = 1: ``read.data`` holds the word one cycle after ``read.en``.
+      written back in cycle *c + write_latency*.
+    * :attr:`read_latency` = 2: ``read.data`` holds, two cycles after ``read.en`` in cycle
+      *t*, the word as left by every write-back up to cycle *t + 1* (the port is
+      transparent to the write-backs of its cycle and the next). A request accepted in
+      cycle *c* is therefore visible to a read issued in cycle
+      *c + write_latency - read_latency + 1* or later.
     * ``request.ready`` depends on ``request.valid`` and the payload within the cycle (it
       is high whenever ``valid`` is low); nothing else is combinational from input to output.
 
@@ -224,8 +227,9 @@ class NearMemoryReducer(wiring.Component):
 
     @property
     def read_latency(self) -> int:
-        """Cycles from ``read.en`` to ``read.data``."""
-        return 1
+        """Cycles from ``read.en`` to ``read.data``: the bank's word is registered before the
+        write-backs it missed are chosen, so that block-RAM clock-to-out meets no logic."""
+        return 2
 
     def elaborate(self, platform):
         m = Module()
@@ -241,13 +245,11 @@ class NearMemoryReducer(wiring.Component):
         # read, into which yosys folds the word's register, putting block-RAM clock-to-out
         # back on the adder's path. The write-back it misses is forwarded instead.
         operand_read = bank.read_port()
-        external_read = bank.read_port(transparent_for=(write,))
-
-        m.d.comb += [
-            external_read.addr.eq(self.read.addr),
-            external_read.en.eq(self.read.en),
-            self.read.data.eq(external_read.data),
-        ]
+        # The read port too: its word is registered as the block RAM gives it (clock-to-out,
+        # 5.8 ns on ECP5, then only routing into flip-flops), and the two write-backs it
+        # missed, of the read's cycle and the next, are chosen after that register.
+        external_read = bank.read_port()
+        m.d.comb += [external_read.addr.eq(self.read.addr), external_read.en.eq(self.read.en)]
 
         request = self.request.payload
         L = self._adder_latency
@@ -337,6 +339,27 @@ class NearMemoryReducer(wiring.Component):
             op_at, data_at = op_next, data_next
         m.d.sync += writeback.eq(Mux(op_at == WriteOp.UPDATE, Cat(*lane_sums), data_at))
         m.d.comb += [write.addr.eq(addr_at[last]), write.data.eq(writeback), write.en.eq(valid_at[last])]
+
+        # The read port (read_latency = 2). Cycle t: the bank is read, and the address is
+        # compared with this cycle's write-back; t + 1: the bank's word is registered, and
+        # the address compared with that cycle's write-back; t + 2: the word, unless one of
+        # the two write-backs was to its address (the newer first). Their data are still in
+        # ``previous`` (the write-back of t + 1) and ``earlier`` (of t).
+        read_addr = Signal(self._addr_width, reset_less=True)
+        read_word = Signal(self._beat_width, reset_less=True)
+        earlier = Signal(self._beat_width, reset_less=True)
+        missed_now = Signal(reset_less=True)     # t + 1: the write-back of cycle t was to the read's word
+        missed_then = Signal(reset_less=True)    # t + 2: ... of cycle t
+        missed_next = Signal(reset_less=True)    # t + 2: ... of cycle t + 1
+        m.d.sync += [
+            read_addr.eq(self.read.addr),
+            missed_now.eq(valid_at[last] & (addr_at[last] == self.read.addr)),
+            read_word.eq(external_read.data),
+            missed_then.eq(missed_now),
+            missed_next.eq(valid_at[last] & (addr_at[last] == read_addr)),
+            earlier.eq(previous),
+        ]
+        m.d.comb += self.read.data.eq(Mux(missed_next, previous, Mux(missed_then, earlier, read_word)))
 
         status = self.status
         with m.If(accepted & (request.op == WriteOp.STORE)):

@@ -61,8 +61,8 @@ class T3Slice(wiring.Component):
     A granted read returns the word as left by every request granted before it, on
     ``gemm_read_data`` :attr:`read_latency` (= ``nmc.write_latency + 1``) cycles after its
     grant: it is issued the cycle after its grant and reads the bank
-    ``nmc.write_latency - 1`` cycles later, once every earlier write has landed. No read
-    ever stalls on a write.
+    ``nmc.write_latency - nmc.read_latency`` cycles later, the first cycle whose read sees
+    every earlier write. No read ever stalls on a write.
 
     Initialisation: after reset the tracker sweeps its counters (``tracker.reset_cycles``
     cycles, ``arm`` not ready, tracked writes held). The bank keeps whatever it held (see
@@ -234,8 +234,10 @@ class T3Slice(wiring.Component):
     @property
     def read_latency(self) -> int:
         """Cycles from a read's grant to its data (``gemm_read_data``, the DMA engine's port):
-        one in the issue register, then the bank is read once every earlier write has landed."""
-        return self.issue_latency + self.nmc.write_latency - 1 + self.nmc.read_latency
+        one in the issue register; the bank is read ``nmc.write_latency - nmc.read_latency``
+        cycles later, the first cycle whose read sees every earlier write; then the bank's
+        read latency."""
+        return self.issue_latency + self.nmc.write_latency
 
     @property
     def gemm_read_latency(self) -> int:
@@ -278,8 +280,17 @@ class T3Slice(wiring.Component):
             arbiter.compute.valid.eq(compute_queue.r_rdy),
             arbiter.compute.payload.eq(compute_queue.r_data),
             compute_queue.r_en.eq(arbiter.compute.ready),
-            arbiter.queue_level.eq(compute_queue.level),
+            # The arbiter reads the level only while compute does not request (MCA offers
+            # communication below the threshold then), and compute requests exactly while
+            # this queue holds a request: the level it can see is always 0. Wiring the
+            # level would put its compare with the threshold, a carry chain, at the head of
+            # the slice's longest path (through the grant into the DMA engine). The threshold
+            # therefore decides, in this slice, only whether communication may take the
+            # cycles compute leaves idle (threshold > 0) or waits to starve (threshold 0).
+            arbiter.queue_level.eq(0),
         ]
+        m.d.sync += Assert(compute_queue.r_rdy | (compute_queue.level == 0),
+                           "the compute queue's level is not 0 while it offers nothing")
 
         # -- communication class: incoming beats and the DMA engine's reads -----------------
         m.submodules.comm_mux = comm_mux = StreamMux(req)
@@ -385,20 +396,24 @@ class T3Slice(wiring.Component):
             tracker.update.payload.tile.eq(held.tile),
             tracker.update.payload.source.eq(Mux(held_comm, UpdateSource.REMOTE, UpdateSource.LOCAL)),
         ]
-        # An issued read reads the bank write_latency - 1 cycles later, when every write
-        # issued before it has landed (the bank's read port is transparent to the write-back
-        # of its cycle): reads never stall. A read that stalled on an earlier write instead
-        # could be refused for ever by a stream of writes to its address.
+        # An issued read reads the bank write_latency - read_latency cycles later, the first
+        # cycle whose read sees every write issued before it (the bank's read port is
+        # transparent to the write-backs of its cycle and the next): reads never stall. A
+        # read that stalled on an earlier write instead could be refused for ever by a
+        # stream of writes to its address.
         read_en, read_addr, read_for_gemm = issue & ~is_write, held.addr, issue & ~is_write & ~held.dma
-        for stage in range(nmc.write_latency - 1):
+        for stage in range(nmc.write_latency - nmc.read_latency):
             en_next = Signal(name=f"read_en_{stage}")
             addr_next = Signal.like(held.addr, name=f"read_addr_{stage}", reset_less=True)
             gemm_next = Signal(name=f"read_for_gemm_{stage}")
             m.d.sync += [en_next.eq(read_en), addr_next.eq(read_addr), gemm_next.eq(read_for_gemm)]
             read_en, read_addr, read_for_gemm = en_next, addr_next, gemm_next
         m.d.comb += [nmc.read.en.eq(read_en), nmc.read.addr.eq(read_addr), engine.mem_read.data.eq(nmc.read.data)]
-        gemm_read_returning = Signal()
-        m.d.sync += gemm_read_returning.eq(read_for_gemm)
+        gemm_read_returning = read_for_gemm
+        for stage in range(nmc.read_latency):
+            returning_next = Signal(name=f"gemm_read_returning_{stage}")
+            m.d.sync += returning_next.eq(gemm_read_returning)
+            gemm_read_returning = returning_next
         m.d.comb += [self.gemm_read_data.valid.eq(gemm_read_returning), self.gemm_read_data.payload.eq(nmc.read.data)]
 
         # -- track & trigger -----------------------------------------------------------------

@@ -137,8 +137,8 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- DMA path -----------------------------------------------------------------------------
     Mutant("dma-buffer-room-off-by-one", "dma_engine", Patch(
         "dma_engine.py",
-        "room.eq(reserved_next < self.buffer_depth)",
-        "room.eq(reserved_next <= self.buffer_depth)",
+        "want.eq(Mux(issue, active_if_read & (kept + 1 < depth), active_if_not & (kept < depth)))]",
+        "want.eq(Mux(issue, active_if_read & (kept + 1 <= depth), active_if_not & (kept < depth)))]",
         "read issued with the beat buffer full: a beat is skipped under egress back-pressure"), TRACE_DMA),
     Mutant("dma-done-under-stall", "dma_engine", Patch(
         "dma_engine.py",
@@ -270,8 +270,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "DMA read counted as issued when only requested, not granted: beats skipped"), SLICE),
     Mutant("slice-read-before-writes-land", "t3_slice", Patch(
         "t3_slice.py",
-        "for stage in range(nmc.write_latency - 1):",
-        "for stage in range(nmc.write_latency - 2):",
+        "for stage in range(nmc.write_latency - nmc.read_latency):",
+        "for stage in range(nmc.write_latency - nmc.read_latency - 1):",
         "reads the bank one cycle early: a read granted right after a write misses it"),
         SLICE),
     Mutant("slice-update-source-swapped", "t3_slice", Patch(
@@ -342,6 +342,28 @@ MUTANTS: tuple[Mutant, ...] = (
         "t3_slice.py", "self.notify.valid.eq(tracker.trigger.valid & notify),",
         "self.notify.valid.eq(tracker.trigger.valid & notify & table.trigger.ready),",
         "a notify-only trigger waits for the command table it does not use"), SLICE),
+    # -- timing with margin, block-RAM words into flip-flops: the reducer's read port chooses
+    # the write-backs it missed after its register; the command table's queue takes the
+    # looked-up word in a tail register and chooses a same-cycle program's descriptor after it --
+    Mutant("reducer-read-misses-next-writeback", "nmc", Patch(
+        "nmc.py", "m.d.comb += self.read.data.eq(Mux(missed_next, previous, Mux(missed_then, earlier, read_word)))",
+        "m.d.comb += self.read.data.eq(Mux(missed_then, earlier, read_word))",
+        "a read misses the write-back of the cycle after it (its word was registered before it landed)"),
+        TRACE_REDUCER),
+    Mutant("reducer-read-misses-own-cycle-writeback", "nmc", Patch(
+        "nmc.py", "m.d.comb += self.read.data.eq(Mux(missed_next, previous, Mux(missed_then, earlier, read_word)))",
+        "m.d.comb += self.read.data.eq(Mux(missed_next, previous, read_word))",
+        "a read misses the write-back of its own cycle (the block RAM's read is not transparent)"),
+        TRACE_REDUCER),
+    Mutant("dma-table-program-after-trigger", "dma_path", Patch(
+        "dma_table.py", "s1_take_programmed.eq(prog_ok & (prog.index == trig.dma_cmd)),",
+        "s1_take_programmed.eq(0),",
+        "a trigger takes its descriptor as it was before a program accepted in the same cycle"), TRACE_DMA),
+    Mutant("fifo-tail-read-also-moves", "dma_path", Patch(
+        "fifo.py", "move = copy & ~tail_read",
+        "move = copy",
+        "the newest entry, read straight from its register, also moves into the RAM: read twice"),
+        ("tests/test_fifo.py", *TRACE_DMA)),
     # -- the memory beyond the slice (issue #27: a DRAM-like memory in the ring's harness) --
     Mutant("slice-grant-ignores-dram-ready", "t3_slice", Patch(
         "t3_slice.py", "grant_ready = free & self.dram_ready if self._dram_ready else free",

@@ -56,8 +56,8 @@ BROKEN = {
         "dma_engine.py", "issue_last.eq(issue & (left == 1)),", "issue_last.eq(issue & (left == 2)),",
         "the engine stops one beat early on commands of 2+ beats"),),
     "drops_under_back_pressure": (Patch(
-        "dma_engine.py", "reserved_next.eq(reserved + issue - (self.egress.valid & self.egress.ready))",
-        "reserved_next.eq(buffer.level + issue - (self.egress.valid & self.egress.ready))",
+        "dma_engine.py", "kept.eq(reserved - (self.egress.valid & self.egress.ready))",
+        "kept.eq(buffer.level - (self.egress.valid & self.egress.ready))",
         "reads ignore the read in flight: a full buffer under back-pressure drops a beat"),),
     "done_while_offered": (Patch(
         "dma_engine.py", "self.done.valid.eq(egress_fire & beat_out.packet.last),",

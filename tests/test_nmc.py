@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from rtl.nmc import NearMemoryReducer
 from tb.common.packing import pack, unpack
 from tb.fp_add.golden import mismatches as lane_mismatches
-from tb.nmc.model import NearMemoryReducerModel, beat_to_lanes, lanes_to_beat, spec_write_latency
+from tb.nmc.model import SPEC_READ_LATENCY, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat, spec_write_latency
 
 
 def test_init():
     r = NearMemoryReducer()
     assert (r.format.name, r.beat_width, r.depth, r.addr_width, r.lanes) == ("binary16", 256, 1024, 10, 16)
     assert NearMemoryReducer(format="binary32").lanes == 8
-    assert r.adder_latency == 5 and r.requests_per_cycle == 1 and r.read_latency == 1
+    assert r.adder_latency == 5 and r.requests_per_cycle == 1 and r.read_latency == SPEC_READ_LATENCY == 2
     assert r.write_latency == spec_write_latency(5) == 7
     assert r.same_address_interval == 5 and r.hazard_window == 4
     assert NearMemoryReducer(adder_latency=1).write_latency == 3
@@ -187,8 +187,10 @@ def test_model_reads_of_unknown_words_are_not_predicted():
     model.step(request=(2, 0, lanes_to_beat(np.array([ONE, TWO], dtype=np.uint16))), read_addr=None)
     model.step(request=None, read_addr=None)
     model.step(request=None, read_addr=1)
-    assert model.outputs().read_issued and model.outputs().read_data is None
+    assert not model.outputs().read_issued    # its data shows SPEC_READ_LATENCY = 2 cycles later
     model.step(request=None, read_addr=2)
+    assert model.outputs().read_issued and model.outputs().read_data is None
+    model.step(request=None, read_addr=None)
     assert model.outputs().read_data == lanes_to_beat(np.array([ONE, TWO], dtype=np.uint16))
     assert list(model.known) == [False, False, True, False]
 
@@ -202,4 +204,5 @@ def test_model_reset_drops_requests_in_flight_and_keeps_the_rest():
     assert list(model.known) == [True, False, False, False]
     assert model.status == {"stores": 0, "updates": 0}
     model.step(request=None, read_addr=0)
+    model.step(request=None, read_addr=None)
     assert model.outputs().read_data == beat

@@ -10,18 +10,18 @@ itself is checked against a reference model in its own bench.
 
 The harness keeps a shadow of every word from the ports only: a ``STORE`` sets it, an
 ``UPDATE`` adds to it, in acceptance order. The reducer's promise is that a request
-accepted in cycle *c* is visible to a read issued in *c + write_latency* or later, so the
-harness keeps the shadow delayed (``committed``: the requests accepted up to
-``write_latency`` cycles ago) and asserts that every read returns the committed word of
-its address. The read address is free, so every word is checked in every cycle; the
-requests are free too (any address, op and data, back to back or with gaps), so every
-hazard pattern (same address one, two or more cycles apart, across both words; an update
-refused while its word's sum is in the adder, then forwarded from each source) is within
-the depth. Nothing is assumed of the environment: the request port takes any payload,
-and an update it refuses is offered again or replaced, as the port allows. Memory starts
-at zero, as the shadow does (the bank's "no promise at power-up" is about its contents,
-not its arithmetic). Reset is held low:
-a reset may drop the write-back of the last requests by design (the reducer's
+accepted in cycle *c* is visible to a read issued in *c + write_latency - read_latency +
+1* or later, and to no read before, so the harness keeps the shadow delayed
+(``committed``: the requests accepted up to that many cycles ago) and asserts that every
+read returns, ``read_latency`` cycles later, the committed word of its address. The read
+address is free, so every word is checked in every cycle; the requests are free too (any
+address, op and data, back to back or with gaps), so every hazard pattern (same address
+one, two or more cycles apart, across both words; an update refused while its word's sum
+is in the adder, then forwarded from each source) is within the depth. Nothing is assumed
+of the environment: the request port takes any payload, and an update it refuses is
+offered again or replaced, as the port allows. Memory starts at zero, as the shadow does
+(the bank's "no promise at power-up" is about its contents, not its arithmetic). Reset is
+held low: a reset may drop the write-back of the last requests by design (the reducer's
 docstring), which this contract does not describe.
 
 Three broken reducers must be refuted: one with the forwarding removed (an update soon after
@@ -98,9 +98,11 @@ class Harness(Elaboratable):
             lanes = [(shadow[req.addr][i * lane:(i + 1) * lane] + req.data[i * lane:(i + 1) * lane])[:lane]
                      for i in range(r.lanes)]
             m.d.sync += shadow[req.addr].eq(Mux(req.op == self.update_op, Cat(*lanes), req.data))
-        # committed: the shadow as of write_latency - 1 cycles ago (a chain of copies).
+        # committed: the shadow a read issued now must show, as of write_latency - read_latency
+        # cycles ago (a chain of copies): the docstring's "a request accepted in cycle c is
+        # visible to a read issued in c + write_latency - read_latency + 1 or later".
         older = shadow
-        for stage in range(r.write_latency - 2):
+        for stage in range(r.write_latency - r.read_latency - 1):
             copy = Array(Signal(width, name=f"shadow{i}_d{stage + 1}") for i in range(r.depth))
             for i in range(r.depth):
                 m.d.sync += copy[i].eq(older[i])
@@ -108,9 +110,12 @@ class Harness(Elaboratable):
         for i in range(r.depth):
             m.d.sync += committed[i].eq(older[i])
 
-        expect = Signal(width)
-        reading = Signal()
-        m.d.sync += [reading.eq(r.read.en), expect.eq(committed[r.read.addr])]
+        # The read's data shows read_latency cycles after it is issued.
+        expect, reading = committed[r.read.addr], r.read.en
+        for stage in range(r.read_latency):
+            expect_next, reading_next = Signal(width, name=f"expect_{stage}"), Signal(name=f"reading_{stage}")
+            m.d.sync += [expect_next.eq(expect), reading_next.eq(reading)]
+            expect, reading = expect_next, reading_next
         if self.false_property:
             # Reachability of the set-up: an updated word is read back, so this must fail.
             m.d.comb += Assert(~reading | (r.read.data == 0), "deliberately false: every read returns 0")

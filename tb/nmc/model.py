@@ -4,7 +4,8 @@ Lane sums come from :func:`tb.fp_add.golden.golden_add` (numpy / ml_dtypes), nev
 RTL adder. The model keeps two views of the bank: the *logical* one, with every accepted
 request applied in order (what the bank must finally hold), and the *physical* one, which
 the read port sees, where a request lands ``write_latency`` (= ``adder_latency + 2``)
-cycles after acceptance. Acceptance follows the documented hazard rule: an ``UPDATE`` is
+cycles after acceptance; a read shows that view ``SPEC_READ_LATENCY`` (2) cycles after it is
+issued, with every write-back up to the cycle before. Acceptance follows the documented hazard rule: an ``UPDATE`` is
 refused (``request.ready`` low) while a request to its address was accepted within the last
 ``adder_latency - 1`` cycles; anything else is accepted at once.
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from tb.fp_add.golden import NUMPY_TYPES, golden_add
 
-__all__ = ["NearMemoryReducerModel", "beat_to_lanes", "lanes_to_beat", "STORE", "UPDATE"]
+__all__ = ["NearMemoryReducerModel", "beat_to_lanes", "lanes_to_beat", "STORE", "UPDATE", "SPEC_READ_LATENCY"]
 
 STORE = 0
 UPDATE = 1
@@ -37,6 +38,11 @@ COUNTER_MASK = (1 << 32) - 1
 def spec_write_latency(adder_latency: int) -> int:
     """The documented write latency: bank read, registered word, adder, write-back."""
     return adder_latency + 2
+
+
+#: The documented read latency: ``read.data`` two cycles after ``read.en``, showing every
+#: write-back up to the cycle before it.
+SPEC_READ_LATENCY = 2
 
 
 def lanes_to_beat(lanes: np.ndarray) -> int:
@@ -52,8 +58,8 @@ def beat_to_lanes(beat: int, dtype, lanes: int) -> np.ndarray:
 @dataclass(frozen=True)
 class ReducerOutputs:
     request_ready: int
-    read_data: int | None  # the beat read last cycle, or None if no read was issued or its word is unknown
-    read_issued: bool      # a read was issued last cycle (its data shows now)
+    read_data: int | None  # the beat of the read issued read_latency cycles ago, None if none or unknown
+    read_issued: bool      # a read was issued read_latency cycles ago (its data shows now)
     status: dict
 
 
@@ -88,6 +94,7 @@ class NearMemoryReducerModel:
         self.window: list[int | None] = [None] * (self.adder_latency - 1)
         self.read_data: int | None = None
         self.read_issued = False
+        self.reads_in_flight: list[int | None] = [None] * (SPEC_READ_LATENCY - 1)  # newest first
         self.status = {"stores": 0, "updates": 0}
 
     def outputs(self) -> ReducerOutputs:
@@ -112,10 +119,11 @@ class NearMemoryReducerModel:
             addr, value, known = landing
             self.physical[addr] = value
             self.physical_known[addr] = known
-        # The read port is transparent to the write-back of its own cycle.
-        self.read_issued = read_addr is not None
-        self.read_data = (lanes_to_beat(self.physical[read_addr])
-                          if read_addr is not None and self.physical_known[read_addr] else None)
+        # A read's word is taken after the write-back of the cycle before its data shows.
+        *self.reads_in_flight, oldest = [read_addr, *self.reads_in_flight]
+        self.read_issued = oldest is not None
+        self.read_data = (lanes_to_beat(self.physical[oldest])
+                          if oldest is not None and self.physical_known[oldest] else None)
         entering = None
         if request is not None:
             addr, op, beat = request

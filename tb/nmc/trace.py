@@ -22,7 +22,7 @@ import random
 import numpy as np
 
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
-from tb.nmc.model import UPDATE, NearMemoryReducerModel, beat_to_lanes
+from tb.nmc.model import SPEC_READ_LATENCY, UPDATE, NearMemoryReducerModel, beat_to_lanes
 from tb.trace.bench import FastPacker, TraceBench
 from tb.trace.check import Trace
 from tb.trace.ranges import FieldRange, cover_ranges, range_bins
@@ -54,7 +54,8 @@ class ReducerTrace(TraceBench):
         "store", "update", "update refused by a hazard", "update forwarded from the write-back",
         "update forwarded from the previous write-back", "update forwarded from two write-backs before",
         "update reading the word just written",
-        "read just before the write-back lands", "read as the write-back lands",
+        "read two cycles before the write-back lands", "read the cycle before the write-back lands",
+        "read as the write-back lands",
         "read of a word with no promise", "read and request of one word in one cycle", "NaN lane read",
         "infinity lane read", "reset with a request in flight",
     )
@@ -131,6 +132,8 @@ class ReducerTrace(TraceBench):
                         L + 2: "update forwarded from two write-backs before",
                         L + 3: "update reading the word just written"}
         in_reset = True
+        model_read_latency = SPEC_READ_LATENCY
+        reads_in_flight: list[int | None] = [None] * model_read_latency   # newest first
         checked = reads = 0
         last_request = {}  # addr -> cycle of its latest accepted request
         compared: list[int] = []
@@ -145,7 +148,7 @@ class ReducerTrace(TraceBench):
                 model.reset()
                 in_reset = False
                 last_request.clear()
-                pending_read = None
+                reads_in_flight = [None] * model_read_latency
             out = model.outputs()
             request = None
             ready = out.request_ready
@@ -170,7 +173,7 @@ class ReducerTrace(TraceBench):
                         e = beat_to_lanes(out.read_data, utype, lanes)
                         bad = mismatches(fmt, g, e)
                         if len(bad):
-                            trace.fail(c, f"read.data[{pending_read}] lane {int(bad[0])}", int(e[bad[0]]),
+                            trace.fail(c, f"read.data[{reads_in_flight[-1]}] lane {int(bad[0])}", int(e[bad[0]]),
                                        int(g[bad[0]]))
             if request is not None:
                 addr = r["addr"]
@@ -192,12 +195,14 @@ class ReducerTrace(TraceBench):
                 distance = c - last_request.get(read, -100)
                 if distance == 0:
                     cover["read and request of one word in one cycle"] += 1
-                elif distance == write_latency - 1:
-                    cover["read just before the write-back lands"] += 1
+                elif distance == write_latency - 2:    # misses it (its data shows as it lands)
+                    cover["read two cycles before the write-back lands"] += 1
+                elif distance == write_latency - 1:    # sees it: the port's word came before it
+                    cover["read the cycle before the write-back lands"] += 1
                 elif distance == write_latency:
                     cover["read as the write-back lands"] += 1
             model.step(request=request, read_addr=read)
-            pending_read = read
+            reads_in_flight = [read, *reads_in_flight[:-1]]
         ftype = NUMPY_TYPES[fmt][0]
         size = spec.beat_width // 8
         words = b"".join(rd_data[c].to_bytes(size, "little") for c in compared)
