@@ -364,6 +364,16 @@ MUTANTS: tuple[Mutant, ...] = (
         "move = copy",
         "the newest entry, read straight from its register, also moves into the RAM: read twice"),
         ("tests/test_fifo.py", *TRACE_DMA)),
+    # (the two below were proposed by the review of the change, which refuted them with miters)
+    Mutant("reducer-read-older-writeback-wins", "nmc", Patch(
+        "nmc.py", "m.d.comb += self.read.data.eq(Mux(missed_next, previous, Mux(missed_then, earlier, read_word)))",
+        "m.d.comb += self.read.data.eq(Mux(missed_then, earlier, Mux(missed_next, previous, read_word)))",
+        "two write-backs to the read's word, in its cycle and the next: the older one wins"), TRACE_REDUCER),
+    Mutant("dma-table-takes-refused-program", "dma_path", Patch(
+        "dma_table.py", "s1_take_programmed.eq(prog_ok & (prog.index == trig.dma_cmd)),",
+        "s1_take_programmed.eq(self.program.valid & (prog.index == trig.dma_cmd)),",
+        "a trigger takes the refused (bad) descriptor of a program in its cycle instead of the stored one"),
+        TRACE_DMA),
     # -- the memory beyond the slice (issue #27: a DRAM-like memory in the ring's harness) --
     Mutant("slice-grant-ignores-dram-ready", "t3_slice", Patch(
         "t3_slice.py", "grant_ready = free & self.dram_ready if self._dram_ready else free",
