@@ -8,7 +8,8 @@ commands, each trigger waiting for its descriptor's program (some in the *same* 
 which the table orders first). Every third segment also fires a trigger at a command never
 programmed and programs a descriptor of 0 and one of too many beats (in half of them the
 first bad program and the unprogrammed trigger come in one cycle: both sticky errors rise
-together). The memory behind the
+together; in the other half a trigger of the bad program's own command comes in its cycle
+and must take the descriptor programmed before). The memory behind the
 read port is a :class:`~tb.common.memory.BenchMemory`, answered by the harness with the
 block's read latency.
 
@@ -128,6 +129,7 @@ class DmaPathTrace(TraceBench):
         "program accepted", "trigger accepted", "trigger held back: issue queue full",
         "program and trigger of one command in one cycle", "command of max_beats", "source address wraps",
         "err_unprogrammed", "err_bad_descriptor", "both sticky errors raised in one cycle",
+        "trigger in the cycle of a refused program of its command",
         "reset with a command in flight",
     )
 
@@ -189,6 +191,12 @@ class DmaPathTrace(TraceBench):
                                 trigger.add(trigger_payload.pack({"tile": rng.getrandbits(p["tile_width"]),
                                                                   "dma_cmd": never}),
                                             gap=0, after=("program", bad_index), same_cycle=True)
+                            else:
+                                # A trigger of the index in the refused program's cycle: it
+                                # takes the descriptor programmed before, not the refused one.
+                                trigger.add(trigger_payload.pack({"tile": rng.getrandbits(p["tile_width"]),
+                                                                  "dma_cmd": index}),
+                                            gap=0, after=("program", bad_index), same_cycle=True)
                     continue
                 index = rng.choice(list(programmed))
                 gap = gap_draw(rng, seg.source_mode)
@@ -249,6 +257,8 @@ class DmaPathTrace(TraceBench):
                     cover_ranges(cover, ranges, {"trigger.dma_cmd": t["dma_cmd"], "trigger.tile": t["tile"]})
                     if program and program["index"] == trigger["dma_cmd"]:
                         cover["program and trigger of one command in one cycle"] += 1
+                        if not 1 <= program["desc"]["beats"] <= p["max_beats"]:
+                            cover["trigger in the cycle of a refused program of its command"] += 1
                 else:
                     cover["trigger held back: issue queue full"] += 1
             if program and pr_r[c]:
