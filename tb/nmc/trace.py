@@ -132,8 +132,7 @@ class ReducerTrace(TraceBench):
                         L + 2: "update forwarded from two write-backs before",
                         L + 3: "update reading the word just written"}
         in_reset = True
-        model_read_latency = SPEC_READ_LATENCY
-        reads_in_flight: list[int | None] = [None] * model_read_latency   # newest first
+        reads_in_flight: list[int | None] = [None] * SPEC_READ_LATENCY   # newest first
         checked = reads = 0
         last_request = {}  # addr -> cycle of its latest accepted request
         compared: list[int] = []
@@ -148,7 +147,7 @@ class ReducerTrace(TraceBench):
                 model.reset()
                 in_reset = False
                 last_request.clear()
-                reads_in_flight = [None] * model_read_latency
+                reads_in_flight = [None] * SPEC_READ_LATENCY
             out = model.outputs()
             request = None
             ready = out.request_ready
