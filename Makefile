@@ -70,7 +70,7 @@ sweep: $(STAMP) ## Sweep link bandwidth, HBM bandwidth and TP (sim_results/sweep
 sensitivity: $(STAMP) ## Each calibrated value moved +-25%: how the headline figures move (sim_results/sensitivity_t3-paper.md)
 	$(PY) -m system_model sensitivity --preset t3-paper --out sim_results --jobs 2
 
-peers: $(STAMP) ## T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs (sim_results/peers*.md)
+peers: $(STAMP) ## T3 against Flux, async-TP, FlashOverlap, Triton-distributed, DMA collectives and NVLS on today's GPUs, and in serving (sim_results/peers*.md)
 	$(PY) -m system_model peers --out sim_results --sensitivity
 
 dram-validation: $(STAMP) ## The row-aware DRAM channel against closed forms, published HBM figures, and the paper's ablation (sim_results/dram_validation.md)

@@ -205,7 +205,8 @@ def _parser() -> argparse.ArgumentParser:
                                  "with --rows crosscheck_rows.json)")
     peers = sub.add_parser(
         "peers", help="T3 against Flux, async-TP, FlashOverlap, DMA collectives and NVLS on today's GPUs: who "
-                      "wins where (peers.md/.csv/.json, peers_heatmap.png/.svg, peers_validation.md)",
+                      "wins where (peers.md/.csv/.json, peers_heatmap.png/.svg, peers_validation.md), and in serving "
+                      "(peers_serving.md/.json)",
         description="Examples: 'python -m system_model peers' (every platform, Llama 3 70B and 405B, TP 4-32); "
                     "'python -m system_model peers --platforms h100-sxm,mi300x --tp 8'.")
     peers.add_argument("--platforms", type=_csv_list(str), default=None,
@@ -227,6 +228,8 @@ def _parser() -> argparse.ArgumentParser:
     peers.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
                        help="also write the per-point table as JSON rows or Parquet (default: csv only)")
     peers.add_argument("--no-validation", action="store_true", help="skip the published-figure validation")
+    peers.add_argument("--no-serving", action="store_true",
+                       help="skip the serving regime (decode and chunked prefill, peers_serving.md/.json)")
     peers.add_argument("--sensitivity", action="store_true",
                        help="also move each assumed value by -/+25%% on a sample and write peers_sensitivity.md "
                             "(about a minute more)")
@@ -342,6 +345,12 @@ def _peers(args) -> int:
     for path in write_peers(points, layers, args.out, plots=not args.no_plots, validation=validation,
                             fmt=args.format, errors=errors, name=name):
         print(f"wrote {path}")
+    if not args.no_serving:
+        from .studies.serving import SERVING_TPS, run_serving, write_serving
+        serving = run_serving(platforms, args.models or DEFAULT_MODELS, args.tp or SERVING_TPS,
+                              dram_model=args.dram_model)
+        for path in write_serving(serving, args.out, errors, name=name.replace("peers", "peers_serving", 1)):
+            print(f"wrote {path}")
     if args.sensitivity:
         from .studies.peers_sensitivity import run_peer_sensitivity, sensitivity_markdown
         path = args.out / "peers_sensitivity.md"

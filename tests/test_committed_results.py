@@ -30,7 +30,8 @@ TARGETS = {
                     ["sensitivity_t3-paper.csv", "sensitivity_t3-paper.json", "sensitivity_t3-paper.md"]),
     "sweep": (["sweep", "--preset", "t3-paper", "--workers", "1"],
               ["sweep_t3-paper.csv", "sweep_t3-paper.axes.json"]),
-    "peers": (["peers", "--sensitivity"], ["peers.csv", "peers.json", "peers.md", "peers_sensitivity.md"]),
+    "peers": (["peers", "--sensitivity"], ["peers.csv", "peers.json", "peers.md", "peers_sensitivity.md",
+                                          "peers_serving.md", "peers_serving.json"]),
 }
 
 

@@ -40,6 +40,8 @@ def test_the_table_is_broad_enough():
 def test_every_published_point_is_in_the_table():
     """Nothing published is left out of the table (a point that misses stays)."""
     expected = (len(published.BUS_BANDWIDTHS) + len(published.COPY_BANDWIDTHS) + len(published.DMA_COLLECTIVES)
+                + len(published.SMALL_ALL_REDUCES) + len(published.FUSED_SPEEDUPS)
+                + sum(len(p.times_ms) + 1 for p in published.MLP_POINTS)
                 + sum(len(g.times_ms) + (1 if g.scheme and "baseline" in g.times_ms else 0)
                       for g in published.GEMM_COLLECTIVES) + 1)          # + the CU-sharing slowdown
     assert len(ROWS) == expected

@@ -16,10 +16,12 @@ from .kernels import GemmKernelConfig
 from .models import WorkloadConfig
 from .units import check_int_range, check_range
 
-__all__ = ["ArbiterConfig", "PeerConfig", "CycleRows", "StudyConfig", "DRAM_MODELS"]
+__all__ = ["ArbiterConfig", "PeerConfig", "CycleRows", "StudyConfig", "DRAM_MODELS", "ALL_GATHERS"]
 
 #: How the timeline serves the DRAM (``StudyConfig.dram_model``).
 DRAM_MODELS = ("fluid", "rows", "cycle")
+#: Which all-gather completes a reduce-scatter (:class:`PeerConfig`).
+ALL_GATHERS = ("library", "fastest")
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,23 @@ class PeerConfig:
         reduce-scattered on its own); it keeps the fastest of 1 to this many.
     nccl_sms : int
         SMs NCCL's kernel holds while it overlaps the GEMM (FlashOverlap).
+    all_gather : str
+        The all-gather that completes a reduce-scatter (every scheme that hides only the
+        reduce-scatter runs one after it): ``"library"``, NCCL's or RCCL's own (the
+        training and prefill studies); ``"fastest"``, the faster of the library's and a
+        load-based one where every peer is one load away (the serving study: serving
+        engines run their own small all-reduces and all-gathers,
+        :mod:`system_model.kernels.custom_allreduce`).
     """
 
     launch_gap_us: float = 5.0
     groups_per_gemm: int = 8
     nccl_sms: int = 16
+    all_gather: str = "library"
 
     def __post_init__(self):
+        if self.all_gather not in ALL_GATHERS:
+            raise ValueError(f"all_gather must be one of {', '.join(ALL_GATHERS)}, not {self.all_gather!r}")
         check_range("launch_gap_us", self.launch_gap_us, 0.0, 1e4)
         check_int_range("groups_per_gemm", self.groups_per_gemm, 1, 4096)
         check_int_range("nccl_sms", self.nccl_sms, 1, 1024)

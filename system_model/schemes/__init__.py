@@ -11,17 +11,19 @@ from __future__ import annotations
 from ..describe.config import StudyConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
-from . import cache, paper, peers, t3
+from . import cache, paper, peers, t3, triton_dist
 from .context import COLLECTIVES, SchemeResult, Sublayer
 
-__all__ = ["SCHEMES", "PAPER_SCHEMES", "PEER_SCHEMES", "BOUNDS", "SCHEME_LABELS", "SCHEME_SOURCES", "evaluate",
-           "SchemeResult", "Sublayer"]
+__all__ = ["SCHEMES", "PAPER_SCHEMES", "PEER_SCHEMES", "SERVING_SCHEMES", "BOUNDS", "SCHEME_LABELS", "SCHEME_SOURCES",
+           "evaluate", "SchemeResult", "Sublayer"]
 
 _RUN = {
     "sequential": paper.sequential, "t3": paper.t3, "t3_mca": paper.t3_mca, "cu_sharing": paper.cu_sharing,
     "t3_ring": lambda sub, record=False: paper.t3_mca(sub, record=record, name="t3_ring"),
     "t3_direct": t3.t3_direct, "flux": peers.flux, "async_tp": peers.async_tp, "flashoverlap": peers.flashoverlap,
     "dma_collective": peers.dma_collective, "dma_nmc": peers.dma_nmc, "nvls": peers.nvls,
+    "custom_ar": peers.custom_ar, "triton_dist_rs": triton_dist.triton_dist_rs,
+    "triton_dist_ar": triton_dist.triton_dist_ar,
 }
 _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(sub),
                "ideal_all_reduce": lambda sub, record=False: paper.ideal_all_reduce(sub),
@@ -29,20 +31,23 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
 #: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
 #: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
 #: and keeps its fastest, as a fused kernel is tuned per shape.
-_LIBRARY_KERNEL = {"sequential", "nvls", "async_tp", "ideal_overlap", "ideal_all_reduce"}
+_LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 
 PAPER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
 PEER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "t3_ring", "t3_direct", "flux", "async_tp",
-                "flashoverlap", "dma_collective", "dma_nmc", "nvls")
-SCHEMES = tuple(dict.fromkeys(PAPER_SCHEMES + PEER_SCHEMES))
+                "flashoverlap", "triton_dist_rs", "triton_dist_ar", "dma_collective", "dma_nmc", "nvls")
+#: The serving study's: the peers and the load-based all-reduce serving engines run.
+SERVING_SCHEMES = PEER_SCHEMES + ("custom_ar",)
+SCHEMES = tuple(dict.fromkeys(PAPER_SCHEMES + SERVING_SCHEMES))
 
 SCHEME_LABELS = {
     "sequential": "Sequential", "ideal_overlap": "Ideal (RS hidden)", "ideal_all_reduce": "Ideal (AR hidden)",
     "ideal_rs_nmc": "Ideal RS+NMC", "t3": "T3", "t3_mca": "T3-MCA", "cu_sharing": "CU sharing",
     "t3_ring": "T3-MCA ring", "t3_direct": "T3 direct", "flux": "Flux", "async_tp": "async-TP",
     "flashoverlap": "FlashOverlap", "dma_collective": "DMA coll.", "dma_nmc": "DMA + NMC", "nvls": "NVLS",
+    "custom_ar": "one/two-shot AR", "triton_dist_rs": "Triton-dist RS", "triton_dist_ar": "Triton-dist AR",
 }
 
 SCHEME_SOURCES = {
@@ -61,6 +66,10 @@ SCHEME_SOURCES = {
     "dma_collective": "Agrawal et al., arXiv 2412.14335 (ConCCL: collectives on GPU DMA engines)",
     "dma_nmc": "ConCCL-style DMA transfers with T3's near-memory reduction (no tracker: stage flags)",
     "nvls": "NCCL 2.17+ NVLink SHARP all-reduce",
+    "custom_ar": "vLLM custom all-reduce / TensorRT-LLM / PyTorch SymmetricMemory one-shot and two-shot all-reduce",
+    "triton_dist_rs": "Triton-distributed / TileLink GEMM + reduce-scatter (arXiv 2503.20313; "
+                      "ByteDance-Seed/Triton-distributed)",
+    "triton_dist_ar": "Triton-distributed fused GEMM + all-reduce (its gemm_ar layer: per-tile flags, NVLS two-shot)",
 }
 
 

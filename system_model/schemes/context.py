@@ -29,6 +29,7 @@ from ..describe.models import GemmShape
 from ..engine.sharing import DRAM, GRANTS, Policy, mca_floor_grants_Bps
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import Plan, plan
+from ..kernels.custom_allreduce import CustomPlan, custom_all_gather, custom_all_reduce, custom_na_reason
 from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, wave_cap_per_s
 
 __all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "direct_na", "COLLECTIVES"]
@@ -292,8 +293,22 @@ class Sublayer:
                     channels=channels, algorithm=algorithm)
 
     @functools.cached_property
-    def all_gather(self) -> Plan:
-        return self.plan("all_gather")
+    def all_gather(self) -> Plan | CustomPlan:
+        """The all-gather after a reduce-scatter: the library's, or with ``peer.all_gather =
+        "fastest"`` a load-based one where it is faster and can run."""
+        library = self.plan("all_gather")
+        if self.cfg.peer.all_gather == "library" or custom_na_reason(self.fabric, self.tp) is not None:
+            return library
+        loads = custom_all_gather(self.total, self.tp, self.fabric, self.transport, self.gpu.dram_latency_ns)
+        return loads if loads.time_s < library.time_s else library
+
+    @functools.cached_property
+    def custom_all_reduce(self) -> CustomPlan | None:
+        """The load-based all-reduce serving engines run (one-shot or two-shot, the faster);
+        None where it cannot run (:func:`~system_model.kernels.custom_allreduce.custom_na_reason`)."""
+        if custom_na_reason(self.fabric, self.tp) is not None:
+            return None
+        return custom_all_reduce(self.total, self.tp, self.fabric, self.transport, self.gpu.dram_latency_ns)
 
     @functools.cached_property
     def after_rs_s(self) -> float:

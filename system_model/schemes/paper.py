@@ -104,8 +104,12 @@ def ideal_all_reduce(sub: Sublayer) -> SchemeResult:
 def _ideal_comm_s(sub: Sublayer, bytes_bound_s: float, op: str) -> float:
     """The collective at its bytes' bound plus one hop, or the library's own time where that is
     less: the library's cost model has latencies of its own and algorithms (NVLS-tree across
-    nodes) that the bytes' bound does not see, and a bound must not be beaten by the library."""
-    return min(bytes_bound_s + sub.latency_s, sub.plan(op).time_s)
+    nodes) that the bytes' bound does not see, and a bound must not be beaten by the library,
+    nor by the load-based all-reduce of serving engines."""
+    best = min(bytes_bound_s + sub.latency_s, sub.plan(op).time_s)
+    if op == "all_reduce" and sub.custom_all_reduce is not None:
+        best = min(best, sub.custom_all_reduce.time_s)
+    return best
 
 
 def t3(sub: Sublayer, *, record: bool = False) -> SchemeResult:

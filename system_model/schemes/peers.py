@@ -26,6 +26,9 @@ reduce-scatter, in every scheme but NVLS (whose all-reduce is one collective).
 * ``dma_nmc``: the same transfers, the arrivals added by T3's near-memory reducer (T3
   without its tracker: a stage's flag, not a tile's count, starts them).
 * ``nvls``: the GEMM, then NCCL's NVLS all-reduce (the switch reduces and multicasts).
+* ``custom_ar``: the GEMM, then a one-shot or two-shot all-reduce by loads from the peers'
+  memory (vLLM, TensorRT-LLM, PyTorch SymmetricMemory): what serving engines run for small
+  tensors.
 """
 
 from __future__ import annotations
@@ -36,11 +39,12 @@ from dataclasses import replace
 from ..describe.models import GemmShape
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
+from ..kernels.custom_allreduce import custom_na_reason
 from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .paper import sequential
 
-__all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls"]
+__all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "custom_ar"]
 
 
 def _reduce_kernel(engine: Engine, sub: Sublayer, chunks: int, on_end, name: str = "reduction") -> None:
@@ -67,11 +71,13 @@ def flux(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     pull = Flow("pulls", peers, demand, produced=0.0, lane="link")
     state = {}
 
-    def on_run(e: Engine, flow: Flow, w: int, n: int) -> None:
-        per_wave = sum(b for st, b in wave_stage_bytes(gemm, w).items() if st < tp - 1)
-        if not pull.finished:
-            e.follow(pull, flow, per_wave)
-    run = GemmRun(sub, gemm, on_run=on_run,
+    def on_wave(e: Engine, w: int) -> None:
+        # A wave's tiles run side by side and store in their epilogues as the wave ends:
+        # their flags rise then, and only then may the owners pull them.
+        ready = sum(b for st, b in wave_stage_bytes(gemm, w).items() if st < tp - 1)
+        if ready > 0 and not pull.finished:
+            e.produce(pull, ready)
+    run = GemmRun(sub, gemm, on_wave=on_wave,
                   on_end=lambda e: state.__setitem__("gemm", e.now))
     engine.start(pull, lambda e, f: state.__setitem__("pulled", e.now))
     run.start(engine)
@@ -301,3 +307,21 @@ def nvls(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     return SchemeResult("nvls", sub.gemm_alone_s + p.time_s, sub.gemm_alone_s,
                         traffic(g.dram_read_bytes, g.output_bytes, (p.dram_read_bytes, 0.0), (0.0, p.dram_write_bytes)),
                         bound="ideal_ar")
+
+
+def custom_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """The GEMM, then the load-based all-reduce serving engines run for small tensors (vLLM's
+    custom all-reduce, TensorRT-LLM's, PyTorch SymmetricMemory's one-shot and two-shot; the
+    faster of the two), :mod:`system_model.kernels.custom_allreduce`."""
+    if not sub.all_reduce:
+        return na("custom_ar", "a load-based all-reduce, not a reduce-scatter")
+    p = sub.custom_all_reduce
+    if p is None:
+        return na("custom_ar", custom_na_reason(sub.fabric, sub.tp))
+    g = sub.gemm()
+    total = sub.gemm_alone_s + p.time_s
+    tl = [("GEMM", "GEMM", 0.0, sub.gemm_alone_s),
+          ("link", f"all_reduce ({p.algorithm})", sub.gemm_alone_s, total)] if record else []
+    return SchemeResult("custom_ar", total, sub.gemm_alone_s,
+                        traffic(g.dram_read_bytes, g.output_bytes, (p.dram_read_bytes, p.dram_write_bytes)),
+                        tl, bound="ideal_ar")

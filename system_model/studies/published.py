@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective",
-           "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "GiB", "MiB"]
+__all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective", "SmallAllReduce",
+           "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "SMALL_ALL_REDUCES", "GiB", "MiB",
+           "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS"]
 
 #: Relative error allowed on every time, bus bandwidth and speedup below (issue #25:
 #: "15% on times and bus bandwidths"), chosen before the first run.
@@ -24,6 +25,7 @@ TOLERANCE = 0.15
 
 GiB = 1 << 30
 MiB = 1 << 20
+KiB = 1 << 10
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,10 @@ _FLUX = ("bytedance/flux README 'Performance' (commit 239a13d, 2024-07-25), TP 8
 _KRAKEN = ("meta-pytorch/kraken PR 19 (2025-07-31), 8 x H100, bf16, GEMM + reduce-scatter, "
            "Torch+NCCL against Async-TP (symmetric memory)")
 
+_TD166 = ("ByteDance-Seed/Triton-distributed PR #166 (2026-04): GEMM + reduce-scatter on H100 80GB (NV18), "
+          "PyTorch (cuBLAS + NCCL) against the overlap kernel before the PR and after it (the PR adds the fast path to "
+          "cuBLAS + NCCL below 100 GFLOPs that the model follows)")
+
 GEMM_COLLECTIVES: tuple[GemmCollective, ...] = (
     GemmCollective("Flux GEMM+RS, 8 x H800", "h800-sxm", 8, (4096, 12288, 6144), "reduce_scatter", "flux",
                    {"gemm": 0.818, "collective": 0.590, "baseline": 1.408, "flux": 0.932}, _FLUX,
@@ -189,6 +195,12 @@ GEMM_COLLECTIVES: tuple[GemmCollective, ...] = (
                    {"gemm": 2.438, "collective": 0.662}, _FLUX.replace("K 49152 (6144 per rank), N 12288",
                                                                         "K 12288, N 49152 (6144 per rank)"),
                    "| AG+Gemm(A800) | 4096 | 12288 | 49152 | 2.438ms | 0.662ms | 3.099ms | 2.378ms | 0.091ms | 2.469ms |"),
+    GemmCollective("Triton-distributed GEMM+RS, 8 x H100, 8192 x 8192 x 29568", "h100-sxm", 8, (8192, 8192, 3696),
+                   "reduce_scatter", "triton_dist_rs", {"baseline": 1.045, "triton_dist_rs": 0.851}, _TD166,
+                   "8192x8192x29568, world size 8: PyTorch 1.045 ms, Before 0.855 ms, After 0.851 ms"),
+    GemmCollective("Triton-distributed GEMM+RS, 8 x H100, 4096 x 4096 x 8192", "h100-sxm", 8, (4096, 4096, 1024),
+                   "reduce_scatter", "triton_dist_rs", {"baseline": 0.167, "triton_dist_rs": 0.167}, _TD166,
+                   "4096x4096x8192, world size 8: PyTorch 0.167 ms, Before 0.323 ms, After 0.167 ms"),
     GemmCollective("async-TP GEMM+RS, 8 x H100, M 512", "h100-sxm", 8, (512, 4096, 14336), "reduce_scatter",
                    "async_tp", {"baseline": 0.133653, "async_tp": 0.613784}, _KRAKEN,
                    "| (512, 4096,14336) | 0.133653 | 0.613784 | 0.307717 | 0.22x | 0.43x | 1.99x |"),
@@ -205,4 +217,121 @@ DMA_COLLECTIVES: tuple[DmaCollective, ...] = (
                   "DMA collectives on MI300X (arXiv 2511.06605 v1, abstract)",
                   "DMA collectives are at-par or better for large sizes (10s of MB to GB) in terms of both "
                   "performance (16% better) and power (32% better)"),
+)
+
+
+@dataclass(frozen=True)
+class SmallAllReduce:
+    """An all-reduce's time at the serving regime's sizes (16 KiB to 64 MiB), as a framework
+    benchmark prints it.
+
+    ``algorithm``: ``"library"`` (NCCL's own choice, through ``torch.distributed`` or
+    vLLM's pynccl), ``"one_shot"`` or ``"two_shot"`` (a load-based all-reduce: vLLM's custom
+    all-reduce, PyTorch SymmetricMemory). ``harness``: how it was timed, as the source says
+    (eager ``torch.distributed`` calls pay the host's launch and the stream's synchronisation
+    on top of the kernel; CUDA graphs do not).
+    """
+
+    platform: str
+    gpus: int
+    algorithm: str
+    message_bytes: int
+    time_us: float
+    harness: str
+    source: str
+    quote: str
+
+
+_TD57 = "ByteDance-Seed/Triton-distributed issue #57 (2025-07): torch.distributed all_reduce on 8 x H100, one node"
+_HELION = ("pytorch/helion PR #245 (2025-07): one-shot all-reduce benchmark on 8 x H100, bf16, sizes in elements; "
+           "the 'dist' column is torch.distributed._symmetric_memory's one_shot_all_reduce")
+_VLLM24111 = ("vllm-project/vllm PR #24111 (2025-09): benchmark of vLLM's all-reduce backends on H100, TP 4, bf16; "
+              "ca_1stage / ca_2stage are the custom all-reduce's one-shot and two-shot, pynccl is NCCL")
+_TOKENWEAVE = ("microsoft/tokenweave artifact/csvs/figure_4.csv: torch.distributed (NCCL, PyTorch 2.6.0) all-reduce "
+               "on 8 x H100 DGX, eager, L2 flushed, median")
+
+#: Written with :data:`TOLERANCE` before the model was run on them. Eager timings carry the
+#: host's launch; the misses stay in the table with that mechanism.
+SMALL_ALL_REDUCES: tuple[SmallAllReduce, ...] = (
+    *(SmallAllReduce("h100-sxm", 8, "library", size, us, "torch.distributed, eager", _TD57,
+                     f"all_reduce {label}: {us} us") for size, label, us in (
+        (16 * KiB, "16KB", 20.71), (64 * KiB, "64KB", 23.05), (256 * KiB, "256KB", 24.76), (MiB, "1MB", 32.42),
+        (4 * MiB, "4MB", 59.43), (16 * MiB, "16MB", 135.68))),
+    *(SmallAllReduce("h100-sxm", 8, "library", size, us, "torch.distributed, eager, L2 flushed", _TOKENWEAVE,
+                     f"nccl, {label}: {us} us") for size, label, us in (
+        (MiB, "1 MiB", 36.0), (16 * MiB, "16 MiB", 137.2), (64 * MiB, "64 MiB", 347.6))),
+    *(SmallAllReduce("h100-sxm", 8, "one_shot", size, us, "torch.distributed._symmetric_memory", _HELION,
+                     f"{label} elements: dist 1-shot {us} us") for size, label, us in (
+        (8 * KiB, "4k", 16.0), (32 * KiB, "16k", 17.0), (128 * KiB, "64k", 19.8), (256 * KiB, "128k", 25.1),
+        (512 * KiB, "256k", 30.4), (MiB, "512k", 43.3), (2 * MiB, "1m", 65.4))),
+    *(SmallAllReduce("h100-sxm", 4, algorithm, size, us, "vLLM benchmark", _VLLM24111,
+                     f"{label}: {column} {us} us") for algorithm, column, size, label, us in (
+        ("one_shot", "ca_1stage", 512 * KiB, "0.5 MB", 10.0), ("one_shot", "ca_1stage", MiB, "1 MB", 15.0),
+        ("two_shot", "ca_2stage", 512 * KiB, "0.5 MB", 17.0), ("two_shot", "ca_2stage", MiB, "1 MB", 18.0),
+        ("two_shot", "ca_2stage", 2 * MiB, "2 MB", 27.0), ("two_shot", "ca_2stage", 4 * MiB, "4 MB", 43.0),
+        ("library", "pynccl", 512 * KiB, "0.5 MB", 17.0), ("library", "pynccl", MiB, "1 MB", 19.0),
+        ("library", "pynccl", 2 * MiB, "2 MB", 26.0), ("library", "pynccl", 4 * MiB, "4 MB", 37.0))),
+)
+
+
+@dataclass(frozen=True)
+class FusedSpeedup:
+    """A fused scheme's speedup over the framework's GEMM then collective, where only the
+    ratio is published (a bar chart's value against a baseline of 1.0). ``shape``: the GEMM
+    each rank runs (the K of a reduce-scatter divided by the ranks)."""
+
+    name: str
+    platform: str
+    tp: int
+    shape: tuple[int, int, int]
+    collective: str
+    scheme: str
+    speedup: float
+    source: str
+    quote: str
+
+
+_TD_README = ("ByteDance-Seed/Triton-distributed README, asset/gemm-rs-intranode-perf.png: GEMM + reduce-scatter on "
+              "8 x H800 against PyTorch + NCCL = 1.0 (bar heights read off the figure, +-0.02)")
+
+#: Written with :data:`TOLERANCE` before the model was run on them.
+FUSED_SPEEDUPS: tuple[FusedSpeedup, ...] = tuple(
+    FusedSpeedup(f"Triton-distributed GEMM+RS, 8 x H800, {m} x {n} x {k}", "h800-sxm", 8, (m, n, k // 8),
+                 "reduce_scatter", "triton_dist_rs", x, _TD_README, f"{m}x{n}x{k}: Triton-distributed {x}")
+    for m, n, k, x in ((8192, 4096, 11008, 1.07), (8192, 4096, 14336, 1.10), (8192, 3584, 14336, 1.07),
+                       (8192, 4608, 36864, 1.43), (8192, 8192, 28672, 1.57), (8192, 8192, 29568, 1.60)))
+
+
+@dataclass(frozen=True)
+class MlpPoint:
+    """A tensor-parallel MLP block timed whole: its gate/up GEMM (``m x 2 intermediate/tp x
+    hidden``), the SiLU-and-multiply, its down GEMM (``m x hidden x intermediate/tp``) and the
+    all-reduce of the down GEMM's output; the baseline runs them one after another (cuBLAS,
+    then NCCL), the peer fuses the down GEMM with the all-reduce (``scheme``)."""
+
+    name: str
+    platform: str
+    tp: int
+    m: int
+    hidden: int
+    intermediate: int
+    scheme: str
+    times_ms: dict[str, float]
+    source: str
+    quote: str
+
+
+_TD_E2E = ("ByteDance-Seed/Triton-distributed docs/getting-started/e2e/e2e_dense.md (commit c5cb9bb6, PR #104) and "
+           "docs/e2e.md: 8 x H800, TP 8, bf16, CUDA graphs, 'Torch AR' (cuBLAS GEMMs + torch.distributed.all_reduce) "
+           "against the gemm_ar layer; model shapes from the models' config.json (Qwen3-32B: hidden 5120, "
+           "intermediate 25600; Seed-OSS-36B: hidden 5120, intermediate 27648)")
+
+#: Written with :data:`TOLERANCE` before the model was run on them.
+MLP_POINTS: tuple[MlpPoint, ...] = (
+    MlpPoint("Triton-distributed GEMM+AR MLP, Qwen3-32B, 8 x H800, M 2048", "h800-sxm", 8, 2048, 5120, 25600,
+             "triton_dist_ar", {"baseline": 0.6012, "triton_dist_ar": 0.4756}, _TD_E2E,
+             "| MLP | M=2048 | 0.6012 | 0.4756 | 1.26x |"),
+    MlpPoint("Triton-distributed GEMM+AR MLP, Seed-OSS-36B, 8 x H800, M 2048", "h800-sxm", 8, 2048, 5120, 27648,
+             "triton_dist_ar", {"baseline": 0.6587, "triton_dist_ar": 0.4930}, _TD_E2E,
+             "| MLP | M=2048 | 0.6587 | 0.4930 | 1.34x |"),
 )

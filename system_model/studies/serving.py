@@ -1,0 +1,192 @@
+"""The serving regime: decode and chunked prefill, where the all-reduce is latency-bound
+(``python -m system_model peers`` writes ``peers_serving.md`` and ``peers_serving.json``).
+
+In serving, a forward pass has two all-reduce sublayers per Transformer layer (the
+attention output projection, OP, and the MLP's down projection, FC-2), each a GEMM of
+``tokens`` rows followed by an all-reduce of ``tokens x hidden`` elements. Decode runs one
+token per sequence (batch 1 to 256 tokens); chunked prefill runs chunks of 512 to 8,192
+tokens. The tensors are small (16 KiB for one token of Llama 3 70B), and the libraries and
+serving engines answer with latency-bound algorithms: NCCL's LL and LL128 rings, tree and
+NVLS (its own cost model picks, :mod:`system_model.kernels.collectives`), and the load-based
+one-shot and two-shot all-reduce of vLLM, TensorRT-LLM and PyTorch
+(:mod:`system_model.kernels.custom_allreduce`).
+
+Every scheme that hides only the reduce-scatter (T3, Flux, async-TP, FlashOverlap, the DMA
+schemes) runs the fastest all-gather after it, the library's or a load-based one
+(``PeerConfig.all_gather = "fastest"``): a serving engine would. T3 runs with the trigger and
+DMA start latencies ``make characterize`` measures on the RTL, scaled to the preset's memory
+clock (:class:`~system_model.describe.block_timing.BlockTiming`).
+
+A point names a winner only where the margin exceeds the validated error of both schemes'
+transports (:func:`.validation.scheme_error`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..describe.models import MODELS, WorkloadConfig, sublayer_gemm
+from ..describe.presets import DEFAULT_PLATFORMS, PLATFORMS
+from ..schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
+from .peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits
+
+__all__ = ["SERVING_TOKENS", "SERVING_TPS", "SERVING_SUBLAYERS", "SERVING_SOFTWARE", "ServingPoint", "run_serving",
+           "serving_verdicts", "serving_markdown", "write_serving"]
+
+#: Tokens per forward pass: decode (one per sequence, batch 1-256) and chunked prefill.
+SERVING_TOKENS = {"decode": (1, 2, 4, 8, 16, 32, 64, 128, 256), "chunked prefill": (512, 1024, 2048, 4096, 8192)}
+SERVING_TPS = (4, 8)
+#: The sublayers of a forward pass that end in an all-reduce.
+SERVING_SUBLAYERS = ("OP", "FC-2")
+#: What serving runs today: the peers' software and the load-based all-reduce.
+SERVING_SOFTWARE = SOFTWARE_SCHEMES + ("custom_ar",)
+
+
+@dataclass
+class ServingPoint:
+    """One (platform, model, TP, tokens): each scheme's OP and FC-2 results."""
+
+    platform: str
+    model: str
+    tp: int
+    regime: str
+    tokens: int
+    results: dict[str, dict[str, SchemeResult]]     # sublayer -> scheme -> result
+
+    def time_s(self, scheme: str) -> float | None:
+        """OP + FC-2; None where the scheme cannot run either."""
+        times = [self.results[s][scheme].time_s for s in SERVING_SUBLAYERS]
+        return None if any(t is None for t in times) else sum(times)
+
+    def speedup(self, scheme: str) -> float | None:
+        t = self.time_s(scheme)
+        return None if t is None else self.time_s("sequential") / t
+
+    def best(self, schemes) -> tuple[str | None, float | None]:
+        """The fastest of ``schemes`` that can run here, and its time."""
+        options = [(t, s) for s in schemes if (t := self.time_s(s)) is not None]
+        if not options:
+            return None, None
+        t, s = min(options)
+        return s, t
+
+
+def run_serving(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS, *, dram_model: str = "fluid"
+                ) -> list[ServingPoint]:
+    """Every serving scheme at every (platform, model, TP, token count) whose TP divides the model."""
+    platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
+    points = []
+    for p in platforms:
+        cfg = p.study_config(WorkloadConfig(), dram_model=dram_model)
+        cfg = replace(cfg, peer=replace(cfg.peer, all_gather="fastest"))
+        for name in models:
+            m = MODELS[name]
+            for tp in tps:
+                if not _fits(m, tp):
+                    continue
+                for regime, counts in SERVING_TOKENS.items():
+                    for tokens in counts:
+                        res = {sub: evaluate(cfg, sublayer_gemm(m, sub, tokens, tp), tp, schemes=SERVING_SCHEMES)
+                               for sub in SERVING_SUBLAYERS}
+                        points.append(ServingPoint(p.name, name, tp, regime, tokens, res))
+    return points
+
+
+def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None = None) -> list[dict]:
+    """Per point: the best T3 variant against the best software, and whether the margin
+    exceeds the validated error of both (``errors`` None: every margin counts)."""
+    from .validation import scheme_error
+
+    rows = []
+    for q in points:
+        t3, t3_s = q.best(T3_SCHEMES)
+        sw, sw_s = q.best(SERVING_SOFTWARE)
+        ratio = None if t3_s is None or sw_s is None else sw_s / t3_s
+        needed = None
+        if errors is not None and ratio is not None:
+            p = PLATFORMS[q.platform]
+            nvls = bool(p.fabric.switch_reduction and p.transport.nvls_efficiency > 0)
+            needed = max(scheme_error(t3, p.transport.library, errors, nvls=nvls),
+                         scheme_error(sw, p.transport.library, errors, nvls=nvls))
+        if ratio is None:
+            verdict = "n/a"
+        elif needed is not None and abs(ratio - 1) <= needed:
+            verdict = "within"
+        else:
+            verdict = "T3" if ratio > 1 else "software"
+        rows.append({"platform": q.platform, "model": q.model, "tp": q.tp, "regime": q.regime, "tokens": q.tokens,
+                     "t3": t3, "t3_us": None if t3_s is None else t3_s * 1e6, "software": sw,
+                     "software_us": None if sw_s is None else sw_s * 1e6,
+                     "sequential_us": q.time_s("sequential") * 1e6,
+                     "gemm_us": sum(q.results[s]["sequential"].gemm_s for s in SERVING_SUBLAYERS) * 1e6,
+                     "t3_over_software": ratio, "model_error": needed, "verdict": verdict})
+    return rows
+
+
+def _threshold(rows: list[dict]) -> str:
+    """The token counts where T3 wins beyond model error, as a range, and what holds below."""
+    wins = [r["tokens"] for r in rows if r["verdict"] == "T3"]
+    if not wins:
+        losses = [r["tokens"] for r in rows if r["verdict"] == "software"]
+        return "never" + (f" (software wins at {_counts(losses)})" if losses else "")
+    first = min(wins)
+    tail = [r for r in rows if r["tokens"] >= first]
+    if all(r["verdict"] == "T3" for r in tail):
+        return f"from {first} tokens"
+    return f"at {_counts(wins)}"
+
+
+def _counts(values: list[int]) -> str:
+    return ", ".join(str(v) for v in sorted(values))
+
+
+def serving_markdown(points: list[ServingPoint], errors: dict[str, float] | None = None) -> str:
+    rows = serving_verdicts(points, errors)
+    keys = list(dict.fromkeys((r["platform"], r["model"], r["tp"]) for r in rows))
+    lines = ["# T3 in the serving regime: decode and chunked prefill", "",
+             "Generated by `python -m system_model peers`. Each point is one forward pass's two all-reduce "
+             "sublayers of one Transformer layer (OP and FC-2: a GEMM of `tokens` rows, then an all-reduce of "
+             "`tokens x hidden` elements). Software: the GEMM then NCCL's or RCCL's all-reduce (its own choice of "
+             "algorithm and protocol: LL, LL128, Simple; ring, tree, NVLS), the GEMM then a one-shot or two-shot "
+             "load-based all-reduce (vLLM, TensorRT-LLM, PyTorch SymmetricMemory), and the overlap schemes of "
+             "`peers.md`; every scheme that hides only the reduce-scatter runs the fastest all-gather after it. "
+             "T3 runs with the trigger and DMA start latencies of the RTL (`make characterize`).", "",
+             "A point names a winner only where the margin exceeds the validated error of both schemes' "
+             "transports (`peers_validation.md`).", "",
+             "## Where T3 wins, per platform", "",
+             "| platform | model | TP | T3 wins beyond model error | best software at 1 token | at 256 | at 8,192 |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for platform, model, tp in keys:
+        here = sorted((r for r in rows if (r["platform"], r["model"], r["tp"]) == (platform, model, tp)),
+                      key=lambda r: r["tokens"])
+        cells = []
+        for n in (1, 256, 8192):
+            r = next((r for r in here if r["tokens"] == n), None)
+            cells.append("-" if r is None or r["software"] is None else SCHEME_LABELS[r["software"]])
+        lines.append(f"| {platform} | {model} | {tp} | {_threshold(here)} | " + " | ".join(cells) + " |")
+    lines += ["", "## Every point", "",
+              "Times are OP + FC-2 of one layer, in microseconds. `T3 / software`: the best software's time over "
+              "the best T3 variant's (above 1: T3 faster).", "",
+              "| platform | model | TP | tokens | GEMMs | sequential | best software | best T3 | T3 / software | "
+              "verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        sw = "n/a" if r["software"] is None else f"{SCHEME_LABELS[r['software']]} {r['software_us']:.1f}"
+        t3 = "n/a" if r["t3"] is None else f"{SCHEME_LABELS[r['t3']]} {r['t3_us']:.1f}"
+        ratio = "n/a" if r["t3_over_software"] is None else f"{r['t3_over_software']:.2f}"
+        verdict = {"within": f"within model error (±{(r['model_error'] or 0):.0%})", "T3": "T3 wins",
+                   "software": "software wins", "n/a": "n/a"}[r["verdict"]]
+        lines.append(f"| {r['platform']} | {r['model']} | {r['tp']} | {r['tokens']} | {r['gemm_us']:.1f} | "
+                     f"{r['sequential_us']:.1f} | {sw} | {t3} | {ratio} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_serving(points: list[ServingPoint], out: Path, errors: dict[str, float] | None = None,
+                  name: str = "peers_serving") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    md = out / f"{name}.md"
+    md.write_text(serving_markdown(points, errors))
+    js = out / f"{name}.json"
+    js.write_text(json.dumps({"points": serving_verdicts(points, errors)}, indent=1) + "\n")
+    return [md, js]

@@ -1,0 +1,227 @@
+"""The serving regime (``peers_serving.md``): the load-based all-reduce, the fastest
+all-gather, and every serving scheme held to its bounds and to physics on random
+configurations down to one token."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from system_model.describe.models import GemmShape
+from system_model.describe.presets import PLATFORMS
+from system_model.kernels.collectives import plan
+from system_model.kernels.custom_allreduce import custom_all_gather, custom_all_reduce, custom_na_reason
+from system_model.schemes import BOUNDS, SERVING_SCHEMES, evaluate
+from system_model.studies.serving import ServingPoint, _threshold, run_serving, serving_markdown, serving_verdicts
+
+#: Random configurations per run.
+EXAMPLES = int(__import__("os").environ.get("T3_SERVING_EXAMPLES", "150"))
+H100 = PLATFORMS["h100-sxm"]
+
+
+def _custom(S, n=8, p=H100, **kw):
+    return custom_all_reduce(S, n, p.fabric, p.transport, p.gpu.dram_latency_ns, **kw)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: _custom(0), "bytes must be greater than 0, not 0"),
+    (lambda: _custom(1024, n=1), "n must be between 2 and 65536, not 1"),
+    (lambda: _custom(1024, algorithm="three_shot"), "algorithm must be one of one_shot, two_shot, not 'three_shot'"),
+    (lambda: _custom(1024, n=16), "TP 16 spans more than the 8-GPU domain"),
+    (lambda: _custom(1024, n=4, p=PLATFORMS["t3-paper"]), "a ring reaches only its two neighbours"),
+])
+def test_bad_custom_all_reduce_arguments(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_one_shot_is_latency_two_shot_is_bandwidth():
+    """One barrier and one round trip fewer make one-shot the faster for a token's tensor;
+    receiving 2(n-1)/n of the tensor instead of n-1 copies makes two-shot the faster for
+    large ones, and the crossover lies where the closed forms put it."""
+    f, t, lat = H100.fabric, H100.transport, H100.gpu.dram_latency_ns
+    one = lambda S: custom_all_reduce(S, 8, f, t, lat, algorithm="one_shot")  # noqa: E731
+    two = lambda S: custom_all_reduce(S, 8, f, t, lat, algorithm="two_shot")  # noqa: E731
+    assert one(16 << 10).time_s < two(16 << 10).time_s and two(64 << 20).time_s < one(64 << 20).time_s
+    hop, mem = f.hop_latency_s(8), lat * 1e-9
+    rate = f.group_egress_Bps(8) * t.sm_link_efficiency
+    crossover = ((hop + mem) + (2 * hop + mem)) / ((7 - 14 / 8) / rate)
+    assert one(crossover * 0.99).time_s < two(crossover * 0.99).time_s
+    assert one(crossover * 1.01).time_s > two(crossover * 1.01).time_s
+    assert _custom(crossover * 1.01).algorithm == "two_shot"
+
+
+def test_a_load_based_all_gather_is_one_phase_of_a_two_shot():
+    S = 4 << 20
+    ag = custom_all_gather(S, 8, H100.fabric, H100.transport, H100.gpu.dram_latency_ns)
+    two = _custom(S, algorithm="two_shot")
+    hop, mem = H100.fabric.hop_latency_s(8), H100.gpu.dram_latency_ns * 1e-9
+    # Two-shot is a reduce-scatter phase (a barrier, a round trip, half its bytes) and this all-gather.
+    assert two.time_s == pytest.approx(ag.time_s + (hop + mem) + (2 * hop + mem) + ag.egress_bytes
+                                       / (H100.fabric.group_egress_Bps(8) * H100.transport.sm_link_efficiency))
+
+
+def test_where_loads_cannot_reach_the_scheme_says_why():
+    cfg = H100.study_config()
+    r = evaluate(cfg, GemmShape(64, 8192, 1024), 16, schemes=("custom_ar",))["custom_ar"]
+    assert not r.available and "16" in r.reason and "NCCL" in r.reason
+    assert custom_na_reason(H100.fabric, 8) is None
+
+
+def test_the_fastest_all_gather_only_shortens_what_follows_the_reduce_scatter():
+    """With the fastest all-gather every scheme that hides the reduce-scatter ends exactly
+    what the all-gather saves earlier; the others do not move."""
+    cfg = H100.study_config()
+    fast = replace(cfg, peer=replace(cfg.peer, all_gather="fastest"))
+    shape = GemmShape(16, 8192, 1024)
+    a = evaluate(cfg, shape, 8, schemes=SERVING_SCHEMES)
+    b = evaluate(fast, shape, 8, schemes=SERVING_SCHEMES)
+    library = plan("all_gather", 16 * 8192 * 2, 8, H100.fabric, H100.transport).time_s
+    loads = custom_all_gather(16 * 8192 * 2, 8, H100.fabric, H100.transport, H100.gpu.dram_latency_ns).time_s
+    assert loads < library
+    for s in SERVING_SCHEMES:
+        if not a[s].available:
+            continue
+        if a[s].bound == "ideal_rs":
+            assert b[s].time_s == pytest.approx(a[s].time_s - (library - loads), rel=1e-9), s
+        else:
+            assert b[s].time_s == pytest.approx(a[s].time_s, rel=1e-12), s
+
+
+def test_bad_all_gather_choice():
+    from system_model.describe.config import PeerConfig
+
+    with pytest.raises(ValueError, match="all_gather must be one of library, fastest, not 'nccl'"):
+        PeerConfig(all_gather="nccl")
+
+
+# -- random configurations, down to one token ----------------------------------------------
+
+SERVING_PRESETS = tuple(n for n in PLATFORMS if n != "t3-paper")
+
+
+@st.composite
+def serving_cases(draw):
+    name = draw(st.sampled_from(SERVING_PRESETS))
+    m = int(round(math.exp(draw(st.floats(0.0, math.log(8192))))))
+    n = int(round(math.exp(draw(st.floats(math.log(1024), math.log(32768))))))
+    k = int(round(math.exp(draw(st.floats(math.log(256), math.log(32768))))))
+    tp = draw(st.integers(2, 16))
+    field = draw(st.sampled_from(("link_bw_GBps_per_link", "link_latency_ns", "dram_latency_ns")))
+    factor = draw(st.floats(1.05, 4.0))
+    return name, (m, n, k), tp, field, factor
+
+
+def _serving_run(description, shape, tp):
+    cfg = description.study_config()
+    cfg = replace(cfg, peer=replace(cfg.peer, all_gather="fastest"))
+    return evaluate(cfg, GemmShape(*shape), tp, schemes=SERVING_SCHEMES)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(serving_cases())
+@example(("h100-sxm", (1, 8192, 1024), 8, "link_latency_ns", 4.0))
+@example(("mi300x", (1, 8192, 3584), 8, "link_bw_GBps_per_link", 2.0))
+def test_serving_schemes_keep_their_bounds_and_physics(case):
+    """Every serving scheme, from one token up, never beats its ideal nor the all-reduce ideal;
+    a faster link or a shorter latency never makes it slower by more than the invariant
+    suite's allowance (0.5% plus its transfers' own DRAM time)."""
+    name, shape, tp, field, factor = case
+    base = PLATFORMS[name]
+    r0 = _serving_run(base, shape, tp)
+    for s, r in r0.items():
+        if r.time_s is None:
+            continue
+        for bound in {BOUNDS[r.bound], "ideal_all_reduce"}:
+            assert r.time_s >= r0[bound].time_s * (1 - 1e-9), (s, bound, case)
+    part = "gpu" if field == "dram_latency_ns" else "fabric"
+    value = getattr(getattr(base, part), field)
+    changed = base.with_changes(**{field: value / factor if field.endswith("_ns") else value * factor})
+    r1 = _serving_run(changed, shape, tp)
+    for s in r0:
+        if r0[s].time_s is None or r1[s].time_s is None:
+            continue
+        allowed = r0[s].time_s * 0.005 + r0[s].transfer_dram_s(base.gpu.dram_bytes_per_s)
+        assert r1[s].time_s <= r0[s].time_s + allowed, (s, case, r0[s].time_s, r1[s].time_s)
+
+
+# -- the study -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def h100_points():
+    return run_serving([H100], ("llama-3-70b",), (8,))
+
+
+def test_the_study_covers_decode_and_chunked_prefill(h100_points):
+    tokens = [q.tokens for q in h100_points]
+    assert tokens == sorted(tokens) and tokens[0] == 1 and tokens[-1] == 8192 and 256 in tokens and 512 in tokens
+    for q in h100_points:
+        assert set(q.results) == {"OP", "FC-2"}
+        assert q.time_s("sequential") == pytest.approx(
+            sum(q.results[s]["sequential"].time_s for s in ("OP", "FC-2")), rel=1e-12)
+
+
+def test_verdicts_follow_the_margin_and_the_error(h100_points):
+    errors = {"nccl_ring": 0.1, "nccl_nvls": 0.1, "gemm": 0.05, "copy_engine": 0.1, "fused": 0.2, "custom": 0.1}
+    for r in serving_verdicts(h100_points, errors):
+        ratio, needed = r["t3_over_software"], r["model_error"]
+        assert needed is not None and needed > 0
+        expected = "within" if abs(ratio - 1) <= needed else ("T3" if ratio > 1 else "software")
+        assert r["verdict"] == expected
+    for r in serving_verdicts(h100_points, None):
+        assert r["verdict"] == ("T3" if r["t3_over_software"] > 1 else "software")
+
+
+def test_threshold_wording():
+    rows = [{"tokens": t, "verdict": v} for t, v in ((1, "software"), (8, "within"), (64, "T3"), (512, "T3"))]
+    assert _threshold(rows) == "from 64 tokens"
+    rows[-1]["verdict"] = "within"
+    assert _threshold(rows) == "at 64"
+    assert _threshold([{"tokens": 1, "verdict": "software"}, {"tokens": 2, "verdict": "within"}]) == (
+        "never (software wins at 1)")
+
+
+def test_markdown_has_every_point(h100_points):
+    md = serving_markdown(h100_points)
+    assert md.count("| h100-sxm | llama-3-70b | 8 |") == len(h100_points) + 1
+    assert isinstance(h100_points[0], ServingPoint)
+
+
+# -- Triton-distributed -----------------------------------------------------------------------
+
+def test_triton_distributed_falls_back_below_100_gflops():
+    from system_model.schemes.triton_dist import SMALL_GEMM_FLOPS
+
+    cfg = H100.study_config()
+    small = GemmShape(4096, 4096, 1024)            # 34 GFLOPs
+    assert 2 * small.m * small.n * small.k < SMALL_GEMM_FLOPS
+    r = evaluate(cfg, small, 8, schemes=("sequential", "triton_dist_rs"), collective="reduce_scatter")
+    assert r["triton_dist_rs"].time_s == r["sequential"].time_s
+    big = GemmShape(8192, 8192, 3696)
+    r = evaluate(cfg, big, 8, schemes=("sequential", "triton_dist_rs", "ideal_overlap"), collective="reduce_scatter")
+    assert r["ideal_overlap"].time_s <= r["triton_dist_rs"].time_s < r["sequential"].time_s
+
+
+def test_triton_distributed_all_reduce_takes_its_communication_ctas():
+    from system_model.schemes.triton_dist import ar_ctas
+
+    assert (ar_ctas(1), ar_ctas(256), ar_ctas(257)) == (16, 16, 4)
+    cfg = H100.study_config()
+    r = evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("triton_dist_ar",))["triton_dist_ar"]
+    assert r.bound == "ideal_ar" and r.traffic["ag_reads"] == 0.0
+    # Its GEMM runs on the SMs the 4 communication CTAs leave.
+    assert r.gemm_s >= evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("sequential",))["sequential"].gemm_s
+    rs = evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("triton_dist_ar",), collective="reduce_scatter")
+    assert not rs["triton_dist_ar"].available and "all-reduce" in rs["triton_dist_ar"].reason
+
+
+@pytest.mark.parametrize(("preset", "tp", "reason"), [("t3-paper", 4, "ring"), ("h100-sxm", 16, "domain")])
+def test_triton_distributed_needs_one_domain(preset, tp, reason):
+    r = evaluate(PLATFORMS[preset].study_config(), GemmShape(4096, 8192, 4096), tp,
+                 schemes=("triton_dist_rs", "triton_dist_ar"))
+    for s in ("triton_dist_rs", "triton_dist_ar"):
+        assert not r[s].available and reason in r[s].reason, (s, r[s].reason)
