@@ -23,7 +23,14 @@ from system_model.kernels.gemm import gemm_timing
 from system_model.schemes import BOUNDS, PEER_SCHEMES, evaluate
 from system_model.schemes.peers import wave_groups
 from system_model.studies.peers import T3_SCHEMES, peers_markdown, run_peers, winners
-from system_model.studies.published import DMA_COLLECTIVES, FUSED_SPEEDUPS, GEMM_COLLECTIVES, MLP_POINTS, TOLERANCE
+from system_model.studies.published import (
+    DMA_COLLECTIVES,
+    FUSED_SPEEDUPS,
+    GEMM_COLLECTIVES,
+    MLP_POINTS,
+    TOKENWEAVE_POINTS,
+    TOLERANCE,
+)
 from system_model.studies.validation import (
     CROSSCHECK_ERROR,
     TRANSPORTS,
@@ -312,7 +319,8 @@ def test_each_peer_speedup_is_within_the_tolerance_chosen_before_the_first_run(v
     assert TOLERANCE == 0.15
     held = [r for r in validation_rows if r.metric == "speedup"]
     published = [g for g in GEMM_COLLECTIVES if g.scheme and "baseline" in g.times_ms]
-    assert len(held) == len(published) + len(DMA_COLLECTIVES) + len(FUSED_SPEEDUPS) + len(MLP_POINTS)
+    assert len(held) == (len(published) + len(DMA_COLLECTIVES) + len(FUSED_SPEEDUPS) + len(MLP_POINTS)
+                         + len(TOKENWEAVE_POINTS))
     assert {g.scheme for g in published} >= {"flux", "async_tp"}
     rows = {r.name: r for r in held}
     for name in HELD_SPEEDUPS:

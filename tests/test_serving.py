@@ -187,7 +187,9 @@ def test_threshold_wording():
 
 def test_markdown_has_every_point(h100_points):
     md = serving_markdown(h100_points)
-    assert md.count("| h100-sxm | llama-3-70b | 8 |") == len(h100_points) + 1
+    every = md[md.index("## Every point"):]
+    assert every.count("| h100-sxm | llama-3-70b | 8 |") == len(h100_points)
+    assert md[:md.index("## Every point")].count("| h100-sxm | llama-3-70b | 8 |") == 1 + 4    # summary, 4 layers
     assert isinstance(h100_points[0], ServingPoint)
 
 
@@ -225,3 +227,53 @@ def test_triton_distributed_needs_one_domain(preset, tp, reason):
                  schemes=("triton_dist_rs", "triton_dist_ar"))
     for s in ("triton_dist_rs", "triton_dist_ar"):
         assert not r[s].available and reason in r[s].reason, (s, r[s].reason)
+
+
+# -- TokenWeave -------------------------------------------------------------------------------
+
+def test_tokenweave_splits_from_1024_tokens_into_256_rounded_halves():
+    from system_model.studies.tokenweave import split_tokens
+
+    assert split_tokens(1024) == (512, 512) and split_tokens(1000) == (512, 488) and split_tokens(1300) == (768, 532)
+
+
+def test_tokenweave_layer_is_between_no_communication_and_its_parts():
+    """Below 1,024 tokens it only fuses (the baseline less its add + RMSNorm ops); from 1,024
+    every overlapped pair costs at least its longer member, so the layer is never faster than
+    the halves' compute alone on the SMs its kernel leaves, nor than their all-reduces alone."""
+    from system_model.describe.models import MODELS
+    from system_model.studies.tokenweave import multimem_all_reduce_s, split_tokens, tokenweave_layer
+
+    cfg = H100.study_config()
+    m = MODELS["llama-3-70b"]
+    small = tokenweave_layer(cfg, m, 512, 8)
+    ar = multimem_all_reduce_s(512 * m.hidden * 2, 8, cfg)
+    assert small.baseline_s == pytest.approx(small.nocomm_s + 2 * ar, rel=1e-12)
+    assert small.nocomm_s < small.tokenweave_s < small.baseline_s
+    for tokens in (1024, 4096, 16384):
+        layer = tokenweave_layer(cfg, m, tokens, 8)
+        ars = sum(2 * multimem_all_reduce_s(t * m.hidden * 2, 8, cfg) for t in split_tokens(tokens))
+        assert layer.tokenweave_s >= ars
+        assert layer.baseline_s > layer.nocomm_s
+        # More CTAs for its kernel leave fewer SMs to the compute it hides behind.
+        assert tokenweave_layer(cfg, m, tokens, 8, ctas=16).tokenweave_s >= layer.tokenweave_s
+
+
+def test_multimem_needs_a_reducing_switch():
+    from system_model.studies.tokenweave import multimem_all_reduce_s
+
+    with pytest.raises(ValueError, match="reducing switch"):
+        multimem_all_reduce_s(1 << 20, 8, PLATFORMS["mi300x"].study_config())
+    with pytest.raises(ValueError, match="reducing switch"):
+        multimem_all_reduce_s(1 << 20, 16, H100.study_config())
+
+
+def test_prefill_layers_only_where_tokenweave_runs(h100_points):
+    from system_model.studies.serving import prefill_layers
+
+    rows = prefill_layers(h100_points)
+    assert {r["tokens"] for r in rows} == {1024, 2048, 4096, 8192}
+    for r in rows:
+        best = min(r["software_layer_us"], r["tokenweave_layer_us"])
+        assert r["t3_over_best"] == pytest.approx(best / r["t3_layer_us"], rel=1e-12)
+    assert prefill_layers(run_serving([PLATFORMS["mi300x"]], ("llama-3-70b",), (8,))) == []

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 __all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective", "SmallAllReduce",
            "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "SMALL_ALL_REDUCES", "GiB", "MiB",
-           "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS"]
+           "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS",
+           "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES"]
 
 #: Relative error allowed on every time, bus bandwidth and speedup below (issue #25:
 #: "15% on times and bus bandwidths"), chosen before the first run.
@@ -334,4 +335,46 @@ MLP_POINTS: tuple[MlpPoint, ...] = (
     MlpPoint("Triton-distributed GEMM+AR MLP, Seed-OSS-36B, 8 x H800, M 2048", "h800-sxm", 8, 2048, 5120, 27648,
              "triton_dist_ar", {"baseline": 0.6587, "triton_dist_ar": 0.4930}, _TD_E2E,
              "| MLP | M=2048 | 0.6587 | 0.4930 | 1.34x |"),
+)
+
+
+_TW_FIG4 = ("microsoft/tokenweave artifact/csvs/figure_4.csv: PyTorch-derived multimem all-reduce on 8 x H100 DGX, "
+            "bf16, hidden 8192, best CTA count, eager, L2 flushed, median of 100")
+
+#: (bytes, us): written with :data:`TOLERANCE` before the model was run on them.
+MULTIMEM_ALL_REDUCES: tuple[SmallAllReduce, ...] = tuple(
+    SmallAllReduce("h100-sxm", 8, "multimem", tokens * 8192 * 2, us, "eager, L2 flushed", _TW_FIG4,
+                   f"{tokens} tokens: multimem {us} us")
+    for tokens, us in ((64, 16.5), (128, 20.2), (256, 28.1), (512, 43.7), (1024, 74.8), (2048, 135.9),
+                       (4096, 257.2), (8192, 500.2), (16384, 986.0), (32768, 1956.6)))
+
+
+@dataclass(frozen=True)
+class TokenWeavePoint:
+    """A prefill's end-to-end latency with TokenWeave, its multimem baseline and without the
+    all-reduce (``times_ms``: ``baseline``, ``nocomm``, ``tokenweave``), one prompt of
+    ``tokens``."""
+
+    name: str
+    platform: str
+    tp: int
+    model: str
+    tokens: int
+    times_ms: dict[str, float]
+    source: str
+    quote: str
+
+
+_TW_E2E = ("microsoft/tokenweave artifact/csvs/figure_11a.csv (8 x H100) and figure_11b.csv (4 x H100): "
+           "Llama-3.3-70B (Llama 3 70B's architecture) prefill latency, batch 1, eager, median")
+
+#: Written with :data:`TOLERANCE` before the model was run on them.
+TOKENWEAVE_POINTS: tuple[TokenWeavePoint, ...] = (
+    *(TokenWeavePoint(f"TokenWeave prefill, Llama 3 70B, 8 x H100, {t // 1024}K tokens", "h100-sxm", 8,
+                      "llama-3-70b", t, {"baseline": b, "nocomm": n, "tokenweave": w}, _TW_E2E,
+                      f"{t // 1024}K: baseline {b} ms, nocomm {n} ms, TokenWeave {w} ms")
+      for t, b, n, w in ((1024, 53.7, 41.9, 46.2), (2048, 94.2, 74.9, 76.7), (4096, 179.5, 144.9, 142.2),
+                         (8192, 356.0, 289.5, 279.8), (16384, 744.1, 610.2, 585.3))),
+    TokenWeavePoint("TokenWeave prefill, Llama 3 70B, 4 x H100, 1K tokens", "h100-sxm", 4, "llama-3-70b", 1024,
+                    {"baseline": 82.2, "tokenweave": 72.5}, _TW_E2E, "1K: baseline 82.2 ms, TokenWeave 72.5 ms"),
 )

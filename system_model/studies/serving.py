@@ -33,7 +33,7 @@ from ..schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
 from .peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits
 
 __all__ = ["SERVING_TOKENS", "SERVING_TPS", "SERVING_SUBLAYERS", "SERVING_SOFTWARE", "ServingPoint", "run_serving",
-           "serving_verdicts", "serving_markdown", "write_serving"]
+           "serving_verdicts", "prefill_layers", "serving_markdown", "write_serving"]
 
 #: Tokens per forward pass: decode (one per sequence, batch 1-256) and chunked prefill.
 SERVING_TOKENS = {"decode": (1, 2, 4, 8, 16, 32, 64, 128, 256), "chunked prefill": (512, 1024, 2048, 4096, 8192)}
@@ -125,6 +125,43 @@ def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None
     return rows
 
 
+def prefill_layers(points: list[ServingPoint], errors: dict[str, float] | None = None) -> list[dict]:
+    """Chunked prefill on a reducing switch, one whole layer: T3 and the best software
+    sublayers inside the layer's other ops, against TokenWeave, whose overlap crosses the
+    sublayers (:mod:`.tokenweave`). A prompt of ``tokens`` (attention over itself)."""
+    from .layer import layer_ops, op_time_s
+    from .tokenweave import TOKENWEAVE_MIN_TOKENS, tokenweave_layer
+    from .validation import scheme_error
+
+    rows = []
+    for q in points:
+        p = PLATFORMS[q.platform]
+        if q.tokens < TOKENWEAVE_MIN_TOKENS or not (p.fabric.switch_reduction and p.transport.nvls_efficiency > 0):
+            continue
+        if not p.fabric.in_domain(q.tp):
+            continue
+        cfg = p.study_config(WorkloadConfig())
+        m = MODELS[q.model]
+        ops = layer_ops(m, "prefill", q.tokens, q.tp, seq_len=q.tokens, bytes_per_element=cfg.kernel.bytes_per_element)
+        other = sum(op_time_s(op, cfg) for op in ops if op.kind != "sublayer")
+        t3, t3_s = q.best(T3_SCHEMES)
+        sw, sw_s = q.best(SERVING_SOFTWARE)
+        tw_s = tokenweave_layer(cfg, m, q.tokens, q.tp).tokenweave_s
+        best, best_s = (sw, other + sw_s) if other + sw_s <= tw_s else ("tokenweave", tw_s)
+        ratio = best_s / (other + t3_s)
+        needed = None
+        if errors is not None:
+            needed = max(scheme_error(t3, p.transport.library, errors, nvls=True),
+                         scheme_error(best, p.transport.library, errors, nvls=True)
+                         if best != "tokenweave" else max(errors.get("fused", 0.0), errors.get("multimem", 0.0)))
+        verdict = ("within" if needed is not None and abs(ratio - 1) <= needed else ("T3" if ratio > 1 else "software"))
+        rows.append({"platform": q.platform, "model": q.model, "tp": q.tp, "tokens": q.tokens, "t3": t3,
+                     "t3_layer_us": (other + t3_s) * 1e6, "software": sw, "software_layer_us": (other + sw_s) * 1e6,
+                     "tokenweave_layer_us": tw_s * 1e6, "best": best, "t3_over_best": ratio, "model_error": needed,
+                     "verdict": verdict})
+    return rows
+
+
 def _threshold(rows: list[dict]) -> str:
     """The token counts where T3 wins beyond model error, as a range, and what holds below."""
     wins = [r["tokens"] for r in rows if r["verdict"] == "T3"]
@@ -166,6 +203,22 @@ def serving_markdown(points: list[ServingPoint], errors: dict[str, float] | None
             r = next((r for r in here if r["tokens"] == n), None)
             cells.append("-" if r is None or r["software"] is None else SCHEME_LABELS[r["software"]])
         lines.append(f"| {platform} | {model} | {tp} | {_threshold(here)} | " + " | ".join(cells) + " |")
+    layers = prefill_layers(points, errors)
+    if layers:
+        lines += ["", "## Chunked prefill, one whole layer, against TokenWeave", "",
+                  "On a reducing switch from 1,024 tokens, TokenWeave splits the prompt in two and hides each half's "
+                  "all-reduce (fused with the add and RMSNorm) under the other half's next block, across the "
+                  "sublayers; so the comparison is of a whole layer (one prompt of `tokens`, its other ops the same "
+                  "for T3 and the software sublayers). Times in microseconds.", "",
+                  "| platform | model | TP | tokens | T3 layer | best software sublayers, in the layer | TokenWeave "
+                  "layer | best / T3 | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in layers:
+            verdict = {"within": f"within model error (±{(r['model_error'] or 0):.0%})", "T3": "T3 wins",
+                       "software": "software wins"}[r["verdict"]]
+            lines.append(f"| {r['platform']} | {r['model']} | {r['tp']} | {r['tokens']} | "
+                         f"{SCHEME_LABELS[r['t3']]} {r['t3_layer_us']:.1f} | {SCHEME_LABELS[r['software']]} "
+                         f"{r['software_layer_us']:.1f} | {r['tokenweave_layer_us']:.1f} | {r['t3_over_best']:.2f} | "
+                         f"{verdict} |")
     lines += ["", "## Every point", "",
               "Times are OP + FC-2 of one layer, in microseconds. `T3 / software`: the best software's time over "
               "the best T3 variant's (above 1: T3 faster).", "",
@@ -188,5 +241,6 @@ def write_serving(points: list[ServingPoint], out: Path, errors: dict[str, float
     md = out / f"{name}.md"
     md.write_text(serving_markdown(points, errors))
     js = out / f"{name}.json"
-    js.write_text(json.dumps({"points": serving_verdicts(points, errors)}, indent=1) + "\n")
+    js.write_text(json.dumps({"points": serving_verdicts(points, errors),
+                              "prefill_layers": prefill_layers(points, errors)}, indent=1) + "\n")
     return [md, js]
