@@ -277,3 +277,23 @@ def test_prefill_layers_only_where_tokenweave_runs(h100_points):
         best = min(r["software_layer_us"], r["tokenweave_layer_us"])
         assert r["t3_over_best"] == pytest.approx(best / r["t3_layer_us"], rel=1e-12)
     assert prefill_layers(run_serving([PLATFORMS["mi300x"]], ("llama-3-70b",), (8,))) == []
+
+
+# -- FiCCO ------------------------------------------------------------------------------------
+
+def test_ficco_tries_rounds_up_to_the_ranks_and_keeps_the_fastest():
+    from system_model.schemes.ficco import _ficco, ficco_rounds
+
+    assert ficco_rounds(8) == [2, 4, 8] and ficco_rounds(6) == [2, 4, 6] and ficco_rounds(2) == [2]
+    p = PLATFORMS["mi300x"]
+    cfg = p.study_config()
+    shape = GemmShape(8192, 8192, 3584)
+    r = evaluate(cfg, shape, 8, schemes=("ficco", "sequential", "ideal_overlap"), collective="reduce_scatter")
+    from system_model.schemes.context import Sublayer
+    sub = Sublayer(cfg, shape, 8, "reduce_scatter")
+    times = {k: _ficco(sub, k, record=False).time_s for k in ficco_rounds(8)}
+    assert r["ficco"].time_s <= min(times.values()) * (1 + 1e-12)
+    assert r["ideal_overlap"].time_s <= r["ficco"].time_s
+    # Decomposed, its GEMM rounds together take at least the GEMM alone's matrix work.
+    assert r["ficco"].gemm_s >= r["sequential"].gemm_s * 0.8
+    assert not evaluate(cfg, shape, 16, schemes=("ficco",))["ficco"].available

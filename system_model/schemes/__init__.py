@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..describe.config import StudyConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
-from . import cache, paper, peers, t3, triton_dist
+from . import cache, ficco, paper, peers, t3, triton_dist
 from .context import COLLECTIVES, SchemeResult, Sublayer
 
 __all__ = ["SCHEMES", "PAPER_SCHEMES", "PEER_SCHEMES", "SERVING_SCHEMES", "BOUNDS", "SCHEME_LABELS", "SCHEME_SOURCES",
@@ -23,7 +23,7 @@ _RUN = {
     "t3_direct": t3.t3_direct, "flux": peers.flux, "async_tp": peers.async_tp, "flashoverlap": peers.flashoverlap,
     "dma_collective": peers.dma_collective, "dma_nmc": peers.dma_nmc, "nvls": peers.nvls,
     "custom_ar": peers.custom_ar, "triton_dist_rs": triton_dist.triton_dist_rs,
-    "triton_dist_ar": triton_dist.triton_dist_ar,
+    "triton_dist_ar": triton_dist.triton_dist_ar, "ficco": ficco.ficco,
 }
 _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(sub),
                "ideal_all_reduce": lambda sub, record=False: paper.ideal_all_reduce(sub),
@@ -37,7 +37,7 @@ BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 
 PAPER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "ideal_rs_nmc", "t3", "t3_mca", "cu_sharing")
 PEER_SCHEMES = ("sequential", "ideal_overlap", "ideal_all_reduce", "t3_ring", "t3_direct", "flux", "async_tp",
-                "flashoverlap", "triton_dist_rs", "triton_dist_ar", "dma_collective", "dma_nmc", "nvls")
+                "flashoverlap", "triton_dist_rs", "triton_dist_ar", "ficco", "dma_collective", "dma_nmc", "nvls")
 #: The serving study's: the peers and the load-based all-reduce serving engines run.
 SERVING_SCHEMES = PEER_SCHEMES + ("custom_ar",)
 SCHEMES = tuple(dict.fromkeys(PAPER_SCHEMES + SERVING_SCHEMES))
@@ -48,6 +48,7 @@ SCHEME_LABELS = {
     "t3_ring": "T3-MCA ring", "t3_direct": "T3 direct", "flux": "Flux", "async_tp": "async-TP",
     "flashoverlap": "FlashOverlap", "dma_collective": "DMA coll.", "dma_nmc": "DMA + NMC", "nvls": "NVLS",
     "custom_ar": "one/two-shot AR", "triton_dist_rs": "Triton-dist RS", "triton_dist_ar": "Triton-dist AR",
+    "ficco": "FiCCO",
 }
 
 SCHEME_SOURCES = {
@@ -70,6 +71,7 @@ SCHEME_SOURCES = {
     "triton_dist_rs": "Triton-distributed / TileLink GEMM + reduce-scatter (arXiv 2503.20313; "
                       "ByteDance-Seed/Triton-distributed)",
     "triton_dist_ar": "Triton-distributed fused GEMM + all-reduce (its gemm_ar layer: per-tile flags, NVLS two-shot)",
+    "ficco": "Pal, Aga, Pati, Islam, John, arXiv 2512.10236 (FiCCO: DMA overlap finer than the shard)",
 }
 
 

@@ -32,7 +32,7 @@ SCHEME_COLOURS = {
     "t3": "#1f77b4", "t3_mca": "#d62728", "cu_sharing": "#ff7f0e", "t3_ring": "#9467bd", "t3_direct": "#8c564b",
     "flux": "#e377c2", "async_tp": "#bcbd22", "flashoverlap": "#393b79", "dma_collective": "#ffbb78",
     "dma_nmc": "#c49c94", "nvls": "#000000", "custom_ar": "#aec7e8", "triton_dist_rs": "#637939",
-    "triton_dist_ar": "#e6550d",
+    "triton_dist_ar": "#e6550d", "ficco": "#31a354",
 }
 
 #: Axis titles of the swept fields the figures name (the field, its meaning and unit).

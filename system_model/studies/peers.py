@@ -31,7 +31,7 @@ DEFAULT_TPS = (4, 8, 16, 32)
 #: T3's two variants, and what runs on today's GPUs: the peers and the sequential baseline
 #: itself (where every overlap loses, a user keeps the baseline).
 T3_SCHEMES = ("t3_ring", "t3_direct")
-SOFTWARE_SCHEMES = ("sequential", "flux", "async_tp", "flashoverlap", "triton_dist_rs", "triton_dist_ar",
+SOFTWARE_SCHEMES = ("sequential", "flux", "async_tp", "flashoverlap", "triton_dist_rs", "triton_dist_ar", "ficco",
                     "dma_collective", "nvls")
 BOUND_SCHEMES = ("ideal_overlap", "ideal_all_reduce")
 

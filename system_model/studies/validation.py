@@ -154,7 +154,7 @@ SCHEME_TRANSPORTS = {
     "dma_collective": ("gemm", "copy_engine", "collective"), "dma_nmc": ("gemm", "copy_engine", "collective", "t3"),
     "t3_ring": ("gemm", "copy_engine", "collective", "t3"), "t3_direct": ("gemm", "collective", "t3"),
     "custom_ar": ("gemm", "custom"), "triton_dist_rs": ("gemm", "copy_engine", "fused"),
-    "triton_dist_ar": ("gemm", "fused", "in_kernel_all_reduce"),
+    "triton_dist_ar": ("gemm", "fused", "in_kernel_all_reduce"), "ficco": ("gemm", "copy_engine", "fused"),
 }
 
 
