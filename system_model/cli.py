@@ -349,7 +349,8 @@ def _peers(args) -> int:
         from .studies.serving import SERVING_TPS, run_serving, write_serving
         serving = run_serving(platforms, args.models or DEFAULT_MODELS, args.tp or SERVING_TPS,
                               dram_model=args.dram_model)
-        for path in write_serving(serving, args.out, errors, name=name.replace("peers", "peers_serving", 1)):
+        for path in write_serving(serving, args.out, errors, name=name.replace("peers", "peers_serving", 1),
+                                  plots=not args.no_plots):
             print(f"wrote {path}")
     if args.sensitivity:
         from .studies.peers_sensitivity import run_peer_sensitivity, sensitivity_markdown

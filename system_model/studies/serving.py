@@ -235,12 +235,61 @@ def serving_markdown(points: list[ServingPoint], errors: dict[str, float] | None
     return "\n".join(lines) + "\n"
 
 
+def plot_serving_heatmap(rows: list[dict], stem: Path) -> list[Path]:
+    """Per model at TP 8 (or the largest TP run), platform x tokens: the best T3 variant's time
+    over the best software's, inverted to a speedup (above 1: T3 faster); a cell within the
+    model's validated error is hatched. Writes ``stem``.png and .svg."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    from .figures import ratio_colorbar, ratio_norm, save_figure
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    tp = 8 if any(r["tp"] == 8 for r in rows) else max(r["tp"] for r in rows)
+    platforms = list(dict.fromkeys(r["platform"] for r in rows))
+    tokens = sorted({r["tokens"] for r in rows})
+    by = {(r["model"], r["platform"], r["tokens"]): r for r in rows if r["tp"] == tp}
+    values = [r["t3_over_software"] for r in by.values() if r["t3_over_software"] is not None]
+    norm = ratio_norm(values)
+    fig, axes = plt.subplots(len(models), 1, figsize=(13, (0.45 * len(platforms) + 1.6) * len(models)),
+                             constrained_layout=True, squeeze=False)
+    for ax, model in zip(axes[:, 0], models, strict=True):
+        data = [[(by[(model, p, t)]["t3_over_software"] if (model, p, t) in by
+                  and by[(model, p, t)]["t3_over_software"] is not None else math.nan) for t in tokens]
+                for p in platforms]
+        image = ax.imshow(data, cmap="RdBu", norm=norm, aspect="auto")
+        ax.set_xticks(range(len(tokens)), [str(t) for t in tokens])
+        ax.set_yticks(range(len(platforms)), platforms)
+        ax.set_xlabel("tokens per forward pass (decode: 1-256, chunked prefill: 512-8,192)", fontsize=9)
+        ax.set_ylabel("platform", fontsize=9)
+        ax.set_title(f"{model}, TP {tp}: best T3 over the best software (OP + FC-2)", fontsize=11)
+        for i, p in enumerate(platforms):
+            for j, t in enumerate(tokens):
+                r = by.get((model, p, t))
+                if r is None or math.isnan(data[i][j]):
+                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="grey")
+                    continue
+                if r["verdict"] == "within":
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", linewidth=0,
+                                               edgecolor="grey"))
+                ax.text(j, i, f"{data[i][j]:.2f}", ha="center", va="center", fontsize=7,
+                        bbox=dict(facecolor="white", alpha=0.75, linewidth=0, pad=0.8))
+        ratio_colorbar(fig, image, ax, "T3 speedup over the best software (x)")
+    fig.suptitle("Serving regime (hatched: within the model's validated error)", fontsize=11)
+    return save_figure(fig, stem)
+
+
 def write_serving(points: list[ServingPoint], out: Path, errors: dict[str, float] | None = None,
-                  name: str = "peers_serving") -> list[Path]:
+                  name: str = "peers_serving", *, plots: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     md = out / f"{name}.md"
     md.write_text(serving_markdown(points, errors))
+    if plots:
+        written = plot_serving_heatmap(serving_verdicts(points, errors), out / f"{name}_heatmap")
+    else:
+        written = []
     js = out / f"{name}.json"
     js.write_text(json.dumps({"points": serving_verdicts(points, errors),
                               "prefill_layers": prefill_layers(points, errors)}, indent=1) + "\n")
-    return [md, js]
+    return [md, js, *written]
