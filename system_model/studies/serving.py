@@ -252,7 +252,7 @@ def plot_serving_heatmap(rows: list[dict], stem: Path) -> list[Path]:
     by = {(r["model"], r["platform"], r["tokens"]): r for r in rows if r["tp"] == tp}
     values = [r["t3_over_software"] for r in by.values() if r["t3_over_software"] is not None]
     norm = ratio_norm(values)
-    fig, axes = plt.subplots(len(models), 1, figsize=(13, (0.45 * len(platforms) + 1.6) * len(models)),
+    fig, axes = plt.subplots(len(models), 1, figsize=(13, max(3.4, 0.45 * len(platforms) + 1.6) * len(models)),
                              constrained_layout=True, squeeze=False)
     for ax, model in zip(axes[:, 0], models, strict=True):
         data = [[(by[(model, p, t)]["t3_over_software"] if (model, p, t) in by
@@ -275,7 +275,7 @@ def plot_serving_heatmap(rows: list[dict], stem: Path) -> list[Path]:
                                                edgecolor="grey"))
                 ax.text(j, i, f"{data[i][j]:.2f}", ha="center", va="center", fontsize=7,
                         bbox=dict(facecolor="white", alpha=0.75, linewidth=0, pad=0.8))
-        ratio_colorbar(fig, image, ax, "T3 speedup over the best software (x)")
+        ratio_colorbar(fig, image, ax, "T3 over best software (x)")
     fig.suptitle("Serving regime (hatched: within the model's validated error)", fontsize=11)
     return save_figure(fig, stem)
 
