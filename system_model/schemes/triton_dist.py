@@ -16,8 +16,12 @@ What the kernels do, as their sources state it (``python/triton_dist/kernels/nvi
   but the communication CTAs (16 when M <= 256, the "low-latency" kernel; 4 otherwise); each
   output tile's flag is raised on every rank when it is stored; the communication CTAs wait
   for a tile's flags from every rank and all-reduce it in place: on a node whose switch
-  reduces, a two-shot NVLS all-reduce (``multimem.ld_reduce``, then ``multimem.st``);
-  elsewhere a two-shot all-reduce by loads from the peers. There is no all-gather after.
+  reduces, a two-shot NVLS all-reduce (``multimem.ld_reduce``, then ``multimem.st``); on
+  NVIDIA GPUs without it, its automatic choice ``Consumer_Load``: every rank loads every
+  tile from every peer (a one-shot), after two NVSHMEM barriers; on AMD its own kernel, on
+  32 CTAs, where each tile's owner loads it from every rank and stores the sum to every
+  rank (a two-shot). There is no all-gather after. The 16/4 rule is keyed in its layers on
+  the largest M the layer was built for; here on the GEMM's own M (a layer built for it).
 
 Both need every peer one hop away, inside one NVLink or xGMI domain (``direct_na``).
 
@@ -37,7 +41,7 @@ from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .peers import _reduce_kernel
 
-__all__ = ["triton_dist_rs", "triton_dist_ar", "ar_ctas", "SMALL_GEMM_FLOPS"]
+__all__ = ["triton_dist_rs", "fallback_rs", "overlap_rs", "triton_dist_ar", "ar_ctas", "SMALL_GEMM_FLOPS"]
 
 #: M at or below which its GEMM + AR runs the low-latency kernel with 16 communication CTAs
 #: (``gemm_allreduce.py``: ``num_comm_sms = 16 if M <= 256 else 4``).
@@ -50,21 +54,37 @@ LOW_LATENCY_M = 256
 SMALL_GEMM_FLOPS = 1e11
 
 
+#: Communication CTAs of its AMD GEMM + AR kernel (``kernels/amd/gemm_allreduce.py``).
+AMD_AR_CTAS = 32
+
+
 def ar_ctas(m: int) -> int:
     """Communication CTAs of the fused GEMM + AR for an M-row output."""
     return 16 if m <= LOW_LATENCY_M else 4
 
 
 def triton_dist_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """The library's rule picks the path: below :data:`SMALL_GEMM_FLOPS` cuBLAS then NCCL
+    (:func:`fallback_rs`), else the overlap kernel (:func:`overlap_rs`). The time is
+    discontinuous where the rule switches, as the library's own is."""
     if (n := direct_na(sub, "triton_dist_rs", "its copies and signals")) is not None:
         return n
     if 2 * sub.shape.m * sub.shape.n * sub.shape.k < SMALL_GEMM_FLOPS:
-        # cuBLAS, then NCCL's reduce-scatter (then the all-gather that completes an all-reduce).
-        p = sub.plan("reduce_scatter")
-        g = sub.gemm()
-        return SchemeResult("triton_dist_rs", sub.gemm_alone_s + p.time_s + sub.after_rs_s, sub.gemm_alone_s,
-                            traffic(g.dram_read_bytes, g.output_bytes, (p.dram_read_bytes, p.dram_write_bytes),
-                                    sub.ag_traffic), bound="ideal_rs")
+        return fallback_rs(sub)
+    return overlap_rs(sub, record=record)
+
+
+def fallback_rs(sub: Sublayer) -> SchemeResult:
+    """cuBLAS, then NCCL's reduce-scatter (then the all-gather that completes an all-reduce)."""
+    p = sub.plan("reduce_scatter")
+    g = sub.gemm()
+    return SchemeResult("triton_dist_rs", sub.gemm_alone_s + p.time_s + sub.after_rs_s, sub.gemm_alone_s,
+                        traffic(g.dram_read_bytes, g.output_bytes, (p.dram_read_bytes, p.dram_write_bytes),
+                                sub.ag_traffic), bound="ideal_rs")
+
+
+def overlap_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """The overlap kernel, whatever the GEMM's size."""
     tp = sub.tp
     gemm = sub.gemm(stages=tp)
     sb = gemm.stage_bytes
@@ -119,11 +139,15 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         return na("triton_dist_ar", "its fused kernel ends in an all-reduce, not a reduce-scatter")
     if (n := direct_na(sub, "triton_dist_ar", "its flags and peer loads")) is not None:
         return n
-    ctas = ar_ctas(sub.shape.m)
-    if ctas >= sub.gpu.cus:
-        return na("triton_dist_ar", f"its {ctas} communication CTAs leave no SM for the GEMM")
     f, t = sub.fabric, sub.transport
     switch = f.switch_reduction and t.nvls_efficiency > 0
+    amd = t.library == "rccl"
+    # AMD's kernel (kernels/amd/gemm_allreduce.py) fixes NUM_COMM_SMS = 32.
+    ctas = AMD_AR_CTAS if amd else ar_ctas(sub.shape.m)
+    if ctas >= sub.gpu.cus:
+        return na("triton_dist_ar", f"its {ctas} communication CTAs leave no SM for the GEMM")
+    n = sub.tp
+    start_s = 0.0
     if switch:
         # From 4 CTAs a multimem all-reduce runs at the switch's rate: TokenWeave's sweep on
         # 8 x H100 (artifact/csvs/figure_7.csv) has 4 SMs within 0-3% of the best CTA count
@@ -134,15 +158,27 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         moved = p.egress_bytes
         rs, ag = (p.dram_read_bytes, 0.0), (0.0, p.dram_write_bytes)
         tail_s = 2 * sub.latency_s + f.switch_reduce_latency_ns * 1e-9
-    else:
-        n = sub.tp
-        rate = sub.link_Bps * t.sm_link_efficiency      # the loads at the links' rate, as for NVLS
-        moved = 2 * (n - 1) / n * sub.total           # received: the slice's reduce, then the others' slices
+    elif amd:
+        # Each tile's owner loads it from every rank, sums it and stores the sum to every
+        # rank: a two-shot by loads and stores.
+        rate = sub.link_Bps * t.sm_link_efficiency
+        moved = 2 * (n - 1) / n * sub.total
         reads = sub.total + (n - 1) / n * sub.total
         demand = {"link": 1.0 / t.sm_link_efficiency, DRAM: (reads + sub.total) / moved,
                   GRANTS: (reads + sub.total) / moved}
         rs, ag = (sub.total, sub.chunk), ((n - 1) / n * sub.total, (n - 1) / n * sub.total)
-        tail_s = 2 * (2 * sub.latency_s + sub.dram_latency_s)
+        tail_s = 2 * sub.latency_s + sub.dram_latency_s + sub.latency_s
+    else:
+        # NVIDIA without multimem: its automatic choice is Consumer_Load (kernels/allreduce.py):
+        # every rank loads every tile from every peer and sums it, a one-shot; two NVSHMEM
+        # barriers on the stream run before the GEMM.
+        rate = sub.link_Bps * t.sm_link_efficiency
+        moved = (n - 1) * sub.total
+        demand = {"link": 1.0 / t.sm_link_efficiency, DRAM: (n * sub.total + sub.total) / moved,
+                  GRANTS: (n * sub.total + sub.total) / moved}
+        rs, ag = (n * sub.total, sub.total), (0.0, 0.0)
+        tail_s = 2 * sub.latency_s + sub.dram_latency_s
+        start_s = 2 * sub.signal_s
     gemm = sub.gemm(cus=sub.gpu.cus - ctas)
     engine = sub.engine("rr", record=record)
     ar = Flow("all-reduce", moved, demand, cap=rate, produced=0.0, lane="link")
@@ -152,8 +188,13 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         ready = sum(wave_stage_bytes(gemm, w).values()) / gemm.output_bytes * moved
         if ready > 0 and not ar.finished:
             e.produce(ar, ready)
-    GemmRun(sub, gemm, on_wave=on_wave, on_end=lambda e: state.__setitem__("gemm", e.now)).start(engine)
-    engine.start(ar, lambda e, fl: state.__setitem__("ar", e.now))
+    def begin(e: Engine) -> None:
+        GemmRun(sub, gemm, on_wave=on_wave, on_end=lambda e2: state.__setitem__("gemm", e2.now)).start(e)
+        e.start(ar, lambda e2, fl: state.__setitem__("ar", e2.now))
+    if start_s > 0:
+        engine.after(start_s, begin)
+    else:
+        begin(engine)
     engine.run()
     done = max(state["gemm"], state["ar"]) + sub.signal_s + tail_s
     return SchemeResult("triton_dist_ar", done, state["gemm"],

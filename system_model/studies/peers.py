@@ -134,6 +134,12 @@ def _best(layers: list[PeerLayer], schemes) -> tuple[str | None, float | None]:
     return best
 
 
+def _margin(ratio: float) -> float:
+    """How much faster the faster of two schemes is (their time ratio's distance from 1, the
+    same for either direction: a 1.37x lead is a 0.37 margin whichever scheme has it)."""
+    return max(ratio, 1 / ratio) - 1
+
+
 def winners(layers: list[PeerLayer], errors: dict[str, float] | None = None) -> list[dict]:
     """Per (platform, TP): the best T3 variant and the best software scheme (geomean layer
     speedup over the models and phases), their ratio, and whether the margin exceeds the
@@ -155,7 +161,7 @@ def winners(layers: list[PeerLayer], errors: dict[str, float] | None = None) -> 
             nvls = bool(p and p.fabric.switch_reduction and p.transport.nvls_efficiency > 0)
             margin_needed = max(scheme_error(t3, library, errors, nvls=nvls),
                                 scheme_error(sw, library, errors, nvls=nvls))
-        decided = None if ratio is None else (margin_needed is None or abs(ratio - 1) > margin_needed)
+        decided = None if ratio is None else (margin_needed is None or _margin(ratio) > margin_needed)
         rows.append({"platform": platform, "tp": tp, "t3": t3, "t3_speedup": t3_x, "software": sw,
                      "software_speedup": sw_x, "ideal_rs_speedup": _best(here, ("ideal_overlap",))[1],
                      "ideal_ar_speedup": _best(here, ("ideal_all_reduce",))[1],

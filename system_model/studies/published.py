@@ -18,7 +18,8 @@ from dataclasses import dataclass
 __all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective", "SmallAllReduce",
            "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "SMALL_ALL_REDUCES", "GiB", "MiB",
            "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS",
-           "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES"]
+           "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES",
+           "OverlapKernelPoint", "OVERLAP_KERNEL_POINTS"]
 
 #: Relative error allowed on every time, bus bandwidth and speedup below (issue #25:
 #: "15% on times and bus bandwidths"), chosen before the first run.
@@ -202,6 +203,11 @@ GEMM_COLLECTIVES: tuple[GemmCollective, ...] = (
     GemmCollective("Triton-distributed GEMM+RS, 8 x H100, 4096 x 4096 x 8192", "h100-sxm", 8, (4096, 4096, 1024),
                    "reduce_scatter", "triton_dist_rs", {"baseline": 0.167, "triton_dist_rs": 0.167}, _TD166,
                    "4096x4096x8192, world size 8: PyTorch 0.167 ms, Before 0.323 ms, After 0.167 ms"),
+    *(GemmCollective(f"Triton-distributed GEMM+RS, {tp} x H100, {m} x {n} x {k}", "h100-sxm", tp, (m, n, k // tp),
+                     "reduce_scatter", "triton_dist_rs", {"baseline": base, "triton_dist_rs": after}, _TD166,
+                     f"{m}x{n}x{k}, world size {tp}: PyTorch {base} ms, After {after} ms")
+      for m, n, k, tp, base, after in ((4096, 4096, 8192, 4, 0.205, 0.231), (4096, 4096, 8192, 2, 0.275, 0.256),
+                                       (8192, 8192, 29568, 4, 1.707, 1.575), (8192, 8192, 29568, 2, 3.077, 2.902))),
     GemmCollective("async-TP GEMM+RS, 8 x H100, M 512", "h100-sxm", 8, (512, 4096, 14336), "reduce_scatter",
                    "async_tp", {"baseline": 0.133653, "async_tp": 0.613784}, _KRAKEN,
                    "| (512, 4096,14336) | 0.133653 | 0.613784 | 0.307717 | 0.22x | 0.43x | 1.99x |"),
@@ -378,3 +384,28 @@ TOKENWEAVE_POINTS: tuple[TokenWeavePoint, ...] = (
     TokenWeavePoint("TokenWeave prefill, Llama 3 70B, 4 x H100, 1K tokens", "h100-sxm", 4, "llama-3-70b", 1024,
                     {"baseline": 82.2, "tokenweave": 72.5}, _TW_E2E, "1K: baseline 82.2 ms, TokenWeave 72.5 ms"),
 )
+
+
+@dataclass(frozen=True)
+class OverlapKernelPoint:
+    """A fused scheme's overlap kernel timed where its library now falls back to cuBLAS +
+    NCCL (PR #166's 'Before' column): the model's overlap path, whatever the size."""
+
+    name: str
+    platform: str
+    tp: int
+    shape: tuple[int, int, int]
+    time_ms: float
+    source: str
+    quote: str
+
+
+#: Written with :data:`TOLERANCE` before the model was run on them (the review of the
+#: serving change found them left out).
+OVERLAP_KERNEL_POINTS: tuple[OverlapKernelPoint, ...] = tuple(
+    OverlapKernelPoint(f"Triton-distributed GEMM+RS overlap kernel (before PR #166), {tp} x H100, {m} x {n} x {k}",
+                       "h100-sxm", tp, (m, n, k // tp), before, _TD166,
+                       f"{m}x{n}x{k}, world size {tp}: Before {before} ms")
+    for m, n, k, tp, before in ((4096, 4096, 8192, 8, 0.323), (4096, 4096, 8192, 4, 0.286),
+                                (4096, 4096, 8192, 2, 0.259), (8192, 8192, 29568, 8, 0.855),
+                                (8192, 8192, 29568, 4, 1.548), (8192, 8192, 29568, 2, 2.886)))

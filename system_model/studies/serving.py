@@ -30,7 +30,7 @@ from pathlib import Path
 from ..describe.models import MODELS, WorkloadConfig, sublayer_gemm
 from ..describe.presets import DEFAULT_PLATFORMS, PLATFORMS
 from ..schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
-from .peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits
+from .peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits, _margin
 
 __all__ = ["SERVING_TOKENS", "SERVING_TPS", "SERVING_SUBLAYERS", "SERVING_SOFTWARE", "ServingPoint", "run_serving",
            "serving_verdicts", "prefill_layers", "serving_markdown", "write_serving"]
@@ -112,7 +112,7 @@ def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None
                          scheme_error(sw, p.transport.library, errors, nvls=nvls))
         if ratio is None:
             verdict = "n/a"
-        elif needed is not None and abs(ratio - 1) <= needed:
+        elif needed is not None and _margin(ratio) <= needed:
             verdict = "within"
         else:
             verdict = "T3" if ratio > 1 else "software"
@@ -152,9 +152,8 @@ def prefill_layers(points: list[ServingPoint], errors: dict[str, float] | None =
         needed = None
         if errors is not None:
             needed = max(scheme_error(t3, p.transport.library, errors, nvls=True),
-                         scheme_error(best, p.transport.library, errors, nvls=True)
-                         if best != "tokenweave" else max(errors.get("fused", 0.0), errors.get("multimem", 0.0)))
-        verdict = ("within" if needed is not None and abs(ratio - 1) <= needed else ("T3" if ratio > 1 else "software"))
+                         scheme_error(best, p.transport.library, errors, nvls=True))
+        verdict = ("within" if needed is not None and _margin(ratio) <= needed else ("T3" if ratio > 1 else "software"))
         rows.append({"platform": q.platform, "model": q.model, "tp": q.tp, "tokens": q.tokens, "t3": t3,
                      "t3_layer_us": (other + t3_s) * 1e6, "software": sw, "software_layer_us": (other + sw_s) * 1e6,
                      "tokenweave_layer_us": tw_s * 1e6, "best": best, "t3_over_best": ratio, "model_error": needed,
