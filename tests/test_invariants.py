@@ -151,8 +151,8 @@ def _library_switch_s(scheme, description, shape, dims, tp, collective, t0) -> f
     from system_model.schemes.context import Sublayer
     from system_model.schemes.triton_dist import SMALL_GEMM_FLOPS, overlap_rs
 
-    if scheme != "triton_dist_rs" or scheme not in t0:
-        return 0.0
+    if scheme != "triton_dist_rs" or scheme not in t0 or description.transport.library == "rccl":
+        return 0.0                          # (its AMD kernel has no fallback)
     before, after = 2 * math.prod(shape), 2 * math.prod(dims)
     if not before < SMALL_GEMM_FLOPS <= after:
         return 0.0

@@ -297,3 +297,13 @@ def test_ficco_tries_rounds_up_to_the_ranks_and_keeps_the_fastest():
     # Decomposed, its GEMM rounds together take at least the GEMM alone's matrix work.
     assert r["ficco"].gemm_s >= r["sequential"].gemm_s * 0.8
     assert not evaluate(cfg, shape, 16, schemes=("ficco",))["ficco"].available
+
+
+def test_triton_distributed_on_amd_scatters_from_the_epilogue_without_a_fallback():
+    cfg = PLATFORMS["mi300x"].study_config()
+    small = GemmShape(4096, 4096, 1024)            # below 100 GFLOPs: NVIDIA's op would fall back
+    r = evaluate(cfg, small, 8, schemes=("sequential", "triton_dist_rs", "ideal_overlap"), collective="reduce_scatter")
+    assert r["ideal_overlap"].time_s <= r["triton_dist_rs"].time_s < r["sequential"].time_s
+    # The peers' rows leave as the GEMM's own stores: no copy engine, the reduction after.
+    t = r["triton_dist_rs"].traffic
+    assert t["rs_reads"] == pytest.approx(8 * 4096 * 4096 * 2 / 8) and r["triton_dist_rs"].gemm_s > 0

@@ -11,7 +11,9 @@ What the kernels do, as their sources state it (``python/triton_dist/kernels/nvi
   the rank's whole chunk to it (``cudaMemcpyAsync``), one rank after another, while the GEMM
   goes on; after a barrier a reduction kernel sums the ``tp`` received chunks. No SM is taken
   by the communication. Below 100 GFLOPs of GEMM it runs cuBLAS, then NCCL's
-  reduce-scatter, instead.
+  reduce-scatter, instead. On AMD its own kernel stores each tile straight into its owner's
+  buffer from the GEMM's epilogue (no copy engine, no fallback), then reduces after a
+  barrier.
 * ``triton_dist_ar`` (the fused GEMM + AR of its ``gemm_ar`` layer): the GEMM runs on all SMs
   but the communication CTAs (16 when M <= 256, the "low-latency" kernel; 4 otherwise); each
   output tile's flag is raised on every rank when it is stored; the communication CTAs wait
@@ -41,7 +43,8 @@ from ..kernels.gemm import wave_stage_bytes
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .peers import _reduce_kernel
 
-__all__ = ["triton_dist_rs", "fallback_rs", "overlap_rs", "triton_dist_ar", "ar_ctas", "SMALL_GEMM_FLOPS"]
+__all__ = ["triton_dist_rs", "fallback_rs", "overlap_rs", "epilogue_rs", "triton_dist_ar", "ar_ctas",
+           "SMALL_GEMM_FLOPS"]
 
 #: M at or below which its GEMM + AR runs the low-latency kernel with 16 communication CTAs
 #: (``gemm_allreduce.py``: ``num_comm_sms = 16 if M <= 256 else 4``).
@@ -69,9 +72,59 @@ def triton_dist_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     discontinuous where the rule switches, as the library's own is."""
     if (n := direct_na(sub, "triton_dist_rs", "its copies and signals")) is not None:
         return n
+    if sub.transport.library == "rccl":
+        return epilogue_rs(sub, record=record)
     if 2 * sub.shape.m * sub.shape.n * sub.shape.k < SMALL_GEMM_FLOPS:
         return fallback_rs(sub)
     return overlap_rs(sub, record=record)
+
+
+def epilogue_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    """Its AMD kernel (``kernels/amd/gemm_reduce_scatter.py``, ``matmul_fuse_scatter``): the
+    GEMM's epilogue stores each tile straight into its owner's buffer (no copy engine, no
+    fallback); after a barrier the reduction kernel sums the ``tp`` received pieces. A
+    wave's tiles store as the wave ends (its epilogues run side by side), so a wave's remote
+    stores leave then, beside the next wave."""
+    tp = sub.tp
+    gemm = sub.gemm(stages=tp)
+    sb = gemm.stage_bytes
+    peers = sum(sb[:-1])
+    remote = dict(sub.direct_demand(sub.transport.sm_link_efficiency))
+    remote.update({DRAM: 1.0, GRANTS: 1.0})             # each remote store lands in a peer's memory
+    engine = sub.engine("rr", record=record)
+    state = {"open": 0}
+
+    def local_fraction(w: int) -> float:
+        parts = wave_stage_bytes(gemm, w)
+        total = sum(parts.values())
+        return parts.get(tp - 1, 0.0) / total if total else 1.0
+
+    def stored(e: Engine, f: Flow) -> None:
+        state["open"] -= 1
+        finish(e)
+
+    def on_wave(e: Engine, w: int) -> None:
+        b = sum(v for st, v in wave_stage_bytes(gemm, w).items() if st < tp - 1)
+        if b > 0:
+            state["open"] += 1
+            e.start(Flow(f"stores {w + 1}", b, remote, lane="link"), stored)
+
+    def finish(e: Engine) -> None:
+        if "gemm" in state and state["open"] == 0 and "reduce" not in state:
+            state["reduce"] = True
+            e.after(sub.signal_s + sub.latency_s,
+                    lambda e2: _reduce_kernel(e2, sub, tp, lambda e3: state.__setitem__("end", e3.now)))
+
+    def gemm_end(e: Engine) -> None:
+        state["gemm"] = e.now
+        finish(e)
+    GemmRun(sub, gemm, local_fraction=local_fraction, on_wave=on_wave, on_end=gemm_end).start(engine)
+    engine.run()
+    return SchemeResult("triton_dist_rs", state["end"] + sub.after_rs_s, state["gemm"],
+                        traffic(gemm.dram_read_bytes, gemm.output_bytes, (tp * sub.chunk, peers + sub.chunk),
+                                sub.ag_traffic),
+                        slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s}, bound="ideal_rs",
+                        intervals=engine.intervals, events=engine.events)
 
 
 def fallback_rs(sub: Sublayer) -> SchemeResult:
