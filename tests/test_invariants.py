@@ -159,7 +159,9 @@ def _library_switch_s(scheme, description, shape, dims, tp, collective, t0) -> f
     cfg = description.study_config()
     if DRAM_MODEL is not None:
         cfg = replace(cfg, dram_model=DRAM_MODEL)
-    overlap = overlap_rs(Sublayer(cfg, GemmShape(*shape), tp, collective)).time_s
+    # Its overlap path with each of the library's kernels (a fused scheme keeps the fastest).
+    sub = Sublayer(cfg, GemmShape(*shape), tp, collective)
+    overlap = min(overlap_rs(sub.with_kernel(k)).time_s for k in cfg.kernels)
     return max(0.0, t0[scheme] - overlap)
 
 
@@ -287,6 +289,7 @@ def _times(results) -> dict[str, float]:
                      "dram_latency_ns": 420.0, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
                      "nic_doorbell_ns": 1500.0}, (13360, 314, 2981), 2, "reduce_scatter", ("m", 1.03125)))
 @example(("h800-sxm", {}, (2613, 934, 12710), 8, "reduce_scatter", ("m", 1.613)))
+@example(("b200", {}, (4263, 2026, 5578), 8, "reduce_scatter", ("m", 5249 / 4263)))
 def test_invariants(case):
     name, scale, shape, tp, collective, (field, factor) = case
     base = _description(name, scale)

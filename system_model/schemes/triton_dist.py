@@ -252,5 +252,5 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     done = max(state["gemm"], state["ar"]) + sub.signal_s + tail_s
     return SchemeResult("triton_dist_ar", done, state["gemm"],
                         traffic(gemm.dram_read_bytes, gemm.output_bytes, rs, ag),
-                        slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s}, bound="ideal_ar",
+                        slowdowns={"gemm": (state["gemm"] - start_s) / sub.gemm_alone_s}, bound="ideal_ar",
                         intervals=engine.intervals, events=engine.events)

@@ -41,13 +41,15 @@ __all__ = ["ValidationRow", "validate", "validation_markdown", "MISS_MECHANISMS"
            "crosscheck_error"]
 
 #: The transports a validated error is kept for (a row's ``transport``).
-TRANSPORTS = ("nccl_ring", "nccl_nvls", "rccl_ring", "copy_engine", "gemm", "flux", "async_tp", "triton_dist",
-              "tokenweave", "custom", "multimem")
-#: Each fused scheme's own published points set its error; ``"fused"`` in
-#: :data:`SCHEME_TRANSPORTS` is the largest of them, for a fused scheme without points of
-#: its own (FlashOverlap, FiCCO).
-FUSED_FAMILIES = {"flux": "flux", "async_tp": "async_tp", "triton_dist_rs": "triton_dist",
-                  "triton_dist_ar": "triton_dist", "tokenweave": "tokenweave"}
+TRANSPORTS = ("nccl_ring", "nccl_nvls", "rccl_ring", "copy_engine", "gemm", "flux", "async_tp", "triton_dist_rs",
+              "triton_dist_ar", "tokenweave", "custom", "multimem")
+#: Each fused scheme's own published points set its error. A scheme without points of its
+#: own carries the error of the validated scheme built the same way: FlashOverlap (one GEMM
+#: in groups of waves, each group's collective on its own stream) and FiCCO (decomposed
+#: GEMMs, each followed by its copies) that of async-TP (decomposed GEMMs, each followed by
+#: its copy); see :data:`SCHEME_TRANSPORTS`.
+FUSED_FAMILIES = {"flux": "flux", "async_tp": "async_tp", "triton_dist_rs": "triton_dist_rs",
+                  "triton_dist_ar": "triton_dist_ar", "tokenweave": "tokenweave"}
 
 _EAGER_NCCL = (
     "the model is fast by 5-8 us, about a kernel launch: these are eager torch.distributed calls, each timed "
@@ -176,11 +178,11 @@ CROSSCHECK_ERROR = crosscheck_error()
 #: NVLS by platform; "t3": T3's mechanism, checked against the RTL only).
 SCHEME_TRANSPORTS = {
     "sequential": ("gemm", "collective"), "nvls": ("gemm", "nccl_nvls"),
-    "flux": ("gemm", "flux"), "async_tp": ("gemm", "async_tp"), "flashoverlap": ("gemm", "fused", "collective"),
+    "flux": ("gemm", "flux"), "async_tp": ("gemm", "async_tp"), "flashoverlap": ("gemm", "async_tp", "collective"),
     "dma_collective": ("gemm", "copy_engine", "collective"), "dma_nmc": ("gemm", "copy_engine", "collective", "t3"),
     "t3_ring": ("gemm", "copy_engine", "collective", "t3"), "t3_direct": ("gemm", "collective", "t3"),
-    "custom_ar": ("gemm", "custom"), "triton_dist_rs": ("gemm", "copy_engine", "triton_dist"),
-    "triton_dist_ar": ("gemm", "triton_dist", "in_kernel_all_reduce"), "ficco": ("gemm", "copy_engine", "fused"),
+    "custom_ar": ("gemm", "custom"), "triton_dist_rs": ("gemm", "copy_engine", "triton_dist_rs"),
+    "triton_dist_ar": ("gemm", "triton_dist_ar", "in_kernel_all_reduce"), "ficco": ("gemm", "copy_engine", "async_tp"),
     "tokenweave": ("gemm", "tokenweave", "multimem"),
 }
 
@@ -194,8 +196,6 @@ def scheme_error(scheme: str, library: str, errors: dict[str, float], *, nvls: b
             out = max(out, errors.get(f"{library}_ring", 0.0), errors.get("nccl_nvls", 0.0) if nvls else 0.0)
         elif t == "t3":
             out = max(out, CROSSCHECK_ERROR)
-        elif t == "fused":
-            out = max(out, *(errors.get(f, 0.0) for f in set(FUSED_FAMILIES.values())))
         elif t == "in_kernel_all_reduce":      # NVLS where the switch reduces, loads elsewhere
             out = max(out, errors.get("multimem" if nvls else "custom", 0.0))
         else:
@@ -307,7 +307,7 @@ def validate() -> list[ValidationRow]:
     for o in OVERLAP_KERNEL_POINTS:
         from ..schemes.triton_dist import overlap_rs
         sub = Sublayer(platform(o.platform).study_config(), GemmShape(*o.shape), o.tp, "reduce_scatter")
-        rows.append(ValidationRow(o.name, o.platform, "ms", o.time_ms, overlap_rs(sub).time_s * 1e3, "triton_dist",
+        rows.append(ValidationRow(o.name, o.platform, "ms", o.time_ms, overlap_rs(sub).time_s * 1e3, "triton_dist_rs",
                                   o.source))
     for x in FUSED_SPEEDUPS:
         r = evaluate(platform(x.platform).study_config(), GemmShape(*x.shape), x.tp,
