@@ -232,7 +232,7 @@ def test_triton_distributed_needs_one_domain(preset, tp, reason):
 # -- TokenWeave -------------------------------------------------------------------------------
 
 def test_tokenweave_splits_from_1024_tokens_into_256_rounded_halves():
-    from system_model.studies.tokenweave import split_tokens
+    from system_model.studies.serving.tokenweave import split_tokens
 
     assert split_tokens(1024) == (512, 512) and split_tokens(1000) == (512, 488) and split_tokens(1300) == (768, 532)
 
@@ -242,7 +242,7 @@ def test_tokenweave_layer_is_between_no_communication_and_its_parts():
     every overlapped pair costs at least its longer member, so the layer is never faster than
     the halves' compute alone on the SMs its kernel leaves, nor than their all-reduces alone."""
     from system_model.describe.models import MODELS
-    from system_model.studies.tokenweave import multimem_all_reduce_s, split_tokens, tokenweave_layer
+    from system_model.studies.serving.tokenweave import multimem_all_reduce_s, split_tokens, tokenweave_layer
 
     cfg = H100.study_config()
     m = MODELS["llama-3-70b"]
@@ -260,7 +260,7 @@ def test_tokenweave_layer_is_between_no_communication_and_its_parts():
 
 
 def test_multimem_needs_a_reducing_switch():
-    from system_model.studies.tokenweave import multimem_all_reduce_s
+    from system_model.studies.serving.tokenweave import multimem_all_reduce_s
 
     with pytest.raises(ValueError, match="reducing switch"):
         multimem_all_reduce_s(1 << 20, 8, PLATFORMS["mi300x"].study_config())

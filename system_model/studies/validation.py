@@ -326,14 +326,14 @@ def validate() -> list[ValidationRow]:
                                   mp.times_ms["baseline"] / mp.times_ms[mp.scheme],
                                   model["baseline"] / model[mp.scheme], FUSED_FAMILIES[mp.scheme], mp.source))
     for a in MULTIMEM_ALL_REDUCES:
-        from .tokenweave import multimem_all_reduce_s
+        from .serving.tokenweave import multimem_all_reduce_s
         model = multimem_all_reduce_s(a.message_bytes, a.gpus, platform(a.platform).study_config())
         size = f"{a.message_bytes / 2**20:g} MiB"
         rows.append(ValidationRow(f"multimem all_reduce time, {a.gpus} x {a.platform}, {size} ({a.harness})",
                                   a.platform, "us", a.time_us, model * 1e6, "multimem", a.source))
     for tw in TOKENWEAVE_POINTS:
         from ..describe.models import MODELS
-        from .tokenweave import tokenweave_layer
+        from .serving.tokenweave import tokenweave_layer
         layer = tokenweave_layer(platform(tw.platform).study_config(), MODELS[tw.model], tw.tokens, tw.tp)
         model = {"baseline": layer.baseline_s, "nocomm": layer.nocomm_s, "tokenweave": layer.tokenweave_s}
         rows.append(ValidationRow(f"{tw.name}: speedup", tw.platform, "speedup",

@@ -27,10 +27,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..describe.models import MODELS, WorkloadConfig, sublayer_gemm
-from ..describe.presets import DEFAULT_PLATFORMS, PLATFORMS
-from ..schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
-from .peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits, _margin
+from ...describe.models import MODELS, WorkloadConfig, sublayer_gemm
+from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS, Platform
+from ...schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
+from ..peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits, _margin
 
 __all__ = ["SERVING_TOKENS", "SERVING_TPS", "SERVING_SUBLAYERS", "SERVING_SOFTWARE", "ServingPoint", "run_serving",
            "serving_verdicts", "prefill_layers", "serving_markdown", "write_serving"]
@@ -54,6 +54,7 @@ class ServingPoint:
     regime: str
     tokens: int
     results: dict[str, dict[str, SchemeResult]]     # sublayer -> scheme -> result
+    description: Platform | None = None             # the platform run (presets or a hardware file)
 
     def time_s(self, scheme: str) -> float | None:
         """OP + FC-2; None where the scheme cannot run either."""
@@ -90,14 +91,14 @@ def run_serving(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS, *, dram_
                     for tokens in counts:
                         res = {sub: evaluate(cfg, sublayer_gemm(m, sub, tokens, tp), tp, schemes=SERVING_SCHEMES)
                                for sub in SERVING_SUBLAYERS}
-                        points.append(ServingPoint(p.name, name, tp, regime, tokens, res))
+                        points.append(ServingPoint(p.name, name, tp, regime, tokens, res, p))
     return points
 
 
 def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None = None) -> list[dict]:
     """Per point: the best T3 variant against the best software, and whether the margin
     exceeds the validated error of both (``errors`` None: every margin counts)."""
-    from .validation import scheme_error
+    from ..validation import scheme_error
 
     rows = []
     for q in points:
@@ -106,7 +107,7 @@ def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None
         ratio = None if t3_s is None or sw_s is None else sw_s / t3_s
         needed = None
         if errors is not None and ratio is not None:
-            p = PLATFORMS[q.platform]
+            p = q.description or PLATFORMS[q.platform]
             nvls = bool(p.fabric.switch_reduction and p.transport.nvls_efficiency > 0)
             needed = max(scheme_error(t3, p.transport.library, errors, nvls=nvls),
                          scheme_error(sw, p.transport.library, errors, nvls=nvls))
@@ -129,13 +130,13 @@ def prefill_layers(points: list[ServingPoint], errors: dict[str, float] | None =
     """Chunked prefill on a reducing switch, one whole layer: T3 and the best software
     sublayers inside the layer's other ops, against TokenWeave, whose overlap crosses the
     sublayers (:mod:`.tokenweave`). A prompt of ``tokens`` (attention over itself)."""
-    from .layer import layer_ops, op_time_s
+    from ..layer import layer_ops, op_time_s
+    from ..validation import scheme_error
     from .tokenweave import TOKENWEAVE_MIN_TOKENS, tokenweave_layer
-    from .validation import scheme_error
 
     rows = []
     for q in points:
-        p = PLATFORMS[q.platform]
+        p = q.description or PLATFORMS[q.platform]
         if q.tokens < TOKENWEAVE_MIN_TOKENS or not (p.fabric.switch_reduction and p.transport.nvls_efficiency > 0):
             continue
         if not p.fabric.in_domain(q.tp):
@@ -242,7 +243,7 @@ def plot_serving_heatmap(rows: list[dict], stem: Path) -> list[Path]:
 
     import matplotlib.pyplot as plt
 
-    from .figures import ratio_colorbar, ratio_norm, save_figure
+    from ..figures import ratio_colorbar, ratio_norm, save_figure
 
     models = list(dict.fromkeys(r["model"] for r in rows))
     tp = 8 if any(r["tp"] == 8 for r in rows) else max(r["tp"] for r in rows)

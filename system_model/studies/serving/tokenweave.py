@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..describe.config import StudyConfig
-from ..describe.models import TransformerModel
-from ..kernels.collectives import plan
-from .layer import layer_ops, op_time_s
+from ...describe.config import StudyConfig
+from ...describe.models import TransformerModel
+from ...kernels.collectives import plan
+from ..layer import layer_ops, op_time_s
 
 __all__ = ["TOKENWEAVE_MIN_TOKENS", "TOKENWEAVE_CTAS", "multimem_all_reduce_s", "TokenWeaveLayer", "tokenweave_layer",
            "split_tokens"]
@@ -122,7 +122,7 @@ def _core(op) -> bool:
 
 def _op_s(op, cfg: StudyConfig) -> float:
     if op.kind == "sublayer":
-        from .layer import gemm_alone_s
+        from ..layer import gemm_alone_s
         return gemm_alone_s(op.shape, cfg)
     return op_time_s(op, cfg)
 
