@@ -307,3 +307,40 @@ def test_triton_distributed_on_amd_scatters_from_the_epilogue_without_a_fallback
     # The peers' rows leave as the GEMM's own stores: no copy engine, the reduction after.
     t = r["triton_dist_rs"].traffic
     assert t["rs_reads"] == pytest.approx(8 * 4096 * 4096 * 2 / 8) and r["triton_dist_rs"].gemm_s > 0
+
+
+@pytest.mark.parametrize(("preset", "scheme"), [("h100-sxm", "flux"), ("mi300x", "triton_dist_rs")])
+def test_a_single_wave_gemm_sends_nothing_before_its_wave_ends(preset, scheme):
+    """A decode GEMM is one wave: its tiles store in their epilogues as the wave ends, so a
+    scheme that moves them tile by tile (Flux's pulls, Triton-distributed's AMD epilogue
+    stores) sends its peers' rows only after the GEMM, at most at the links' line rate, and
+    Triton-distributed's reduction kernel is launched only after that."""
+    from system_model.schemes.context import Sublayer
+
+    cfg = PLATFORMS[preset].study_config()
+    shape = GemmShape(128, 16384, 1024)           # one wave with every kernel of the library
+    sub = Sublayer(cfg, shape, 8, "reduce_scatter")
+    assert all(sub.with_kernel(k).gemm(stages=8).waves == 1 for k in cfg.kernels)
+    r = evaluate(cfg, shape, 8, schemes=(scheme,), collective="reduce_scatter")[scheme]
+    after = sub.launch_s if scheme == "triton_dist_rs" else 0.0
+    assert r.time_s >= r.gemm_s + sub.total * 7 / 8 / sub.link_Bps + after
+
+
+@pytest.mark.parametrize(("preset", "received"), [("a100-sxm", lambda n: n - 1), ("mi300x", lambda n: 2 * (n - 1) / n)])
+def test_triton_distributed_all_reduce_without_a_switch_moves_its_shots_bytes(preset, received):
+    """Without multimem its all-reduce is NVIDIA's Consumer_Load, a one-shot ((n - 1) copies
+    of the tensor arrive), after two barriers; on AMD a two-shot (2 (n - 1) / n of it)."""
+    from system_model.schemes.context import Sublayer
+
+    cfg = PLATFORMS[preset].study_config()
+    shape = GemmShape(2048, 8192, 1024)
+    sub = Sublayer(cfg, shape, 8)
+    r = evaluate(cfg, shape, 8, schemes=("triton_dist_ar",))["triton_dist_ar"]
+    start = 2 * sub.signal_s if preset == "a100-sxm" else 0.0
+    assert r.time_s >= start + received(8) * sub.total / (sub.link_Bps * cfg.system.transport.sm_link_efficiency)
+
+
+def test_the_margin_is_the_same_whichever_side_leads():
+    from system_model.studies.peers import _margin
+
+    assert _margin(1.5) == pytest.approx(0.5) and _margin(1 / 1.5) == pytest.approx(0.5) and _margin(1.0) == 0.0

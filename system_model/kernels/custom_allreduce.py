@@ -39,7 +39,8 @@ from ..describe.fabric import FabricConfig
 from ..describe.transport import TransportConfig
 from ..describe.units import check_int_range
 
-__all__ = ["CUSTOM_ALGORITHMS", "CustomPlan", "custom_all_reduce", "custom_all_gather", "custom_na_reason"]
+__all__ = ["CUSTOM_ALGORITHMS", "CustomPlan", "custom_all_reduce", "custom_all_gather", "custom_na_reason", "barrier_s",
+           "round_trip_s"]
 
 CUSTOM_ALGORITHMS = ("one_shot", "two_shot")
 
@@ -88,22 +89,30 @@ def custom_all_reduce(bytes_: float, n: int, fabric: FabricConfig, transport: Tr
     return _custom(float(bytes_), n, fabric, transport, float(dram_latency_ns), algorithm)
 
 
+def barrier_s(fabric: FabricConfig, n: int, dram_latency_ns: float) -> float:
+    """A barrier among ``n`` GPUs: a flag store's flight to the peer, then the poll that sees it."""
+    return fabric.hop_latency_s(n) + dram_latency_ns * 1e-9
+
+
+def round_trip_s(fabric: FabricConfig, n: int, dram_latency_ns: float) -> float:
+    """One remote load: the request's flight, the peer's memory read, the data's flight back."""
+    return 2 * fabric.hop_latency_s(n) + dram_latency_ns * 1e-9
+
+
 @functools.lru_cache(maxsize=16384)
 def _custom(S: float, n: int, fabric: FabricConfig, transport: TransportConfig, dram_latency_ns: float,
             algorithm: str | None) -> CustomPlan:
-    hop_s = fabric.hop_latency_s(n)
-    memory_s = dram_latency_ns * 1e-9
-    barrier_s = hop_s + memory_s
-    round_trip_s = 2 * hop_s + memory_s
+    barrier = barrier_s(fabric, n, dram_latency_ns)
+    trip = round_trip_s(fabric, n, dram_latency_ns)
     rate = fabric.group_egress_Bps(n) * transport.sm_link_efficiency
     plans = []
     if algorithm in (None, "one_shot"):
-        latency = 2 * barrier_s + round_trip_s
+        latency = 2 * barrier + trip
         received = (n - 1) * S
         # Every peer loads this GPU's whole buffer, and it loads its own; the sum is stored once.
         plans.append(CustomPlan("one_shot", S, n, latency, latency + received / rate, received, n * S, S))
     if algorithm in (None, "two_shot"):
-        latency = 3 * barrier_s + 2 * round_trip_s
+        latency = 3 * barrier + 2 * trip
         received = 2 * (n - 1) / n * S
         # Reduce-scatter: its buffer read once (by the peers and itself, a slice each), its
         # slice's sum stored; all-gather: that sum read by every peer, their sums stored.
@@ -122,9 +131,7 @@ def custom_all_gather(bytes_: float, n: int, fabric: FabricConfig, transport: Tr
     reason = custom_na_reason(fabric, n)
     if reason is not None:
         raise ValueError(reason)
-    hop_s = fabric.hop_latency_s(n)
-    memory_s = dram_latency_ns * 1e-9
-    latency = 2 * (hop_s + memory_s) + 2 * hop_s + memory_s
+    latency = 2 * barrier_s(fabric, n, dram_latency_ns) + round_trip_s(fabric, n, dram_latency_ns)
     received = (n - 1) / n * bytes_
     rate = fabric.group_egress_Bps(n) * transport.sm_link_efficiency
     # Its slice read by every peer; every peer's slice stored here.

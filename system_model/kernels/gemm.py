@@ -40,7 +40,7 @@ from ..describe.models import GemmShape
 from ..describe.units import check_int_range
 
 __all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "wave_cap_per_s",
-           "gemm_alone_s", "choose_kernel", "wave_stage_bytes"]
+           "gemm_alone_s", "choose_kernel", "wave_stage_bytes", "wave_stage_share", "wave_bytes_before"]
 
 
 @dataclass(frozen=True)
@@ -267,6 +267,19 @@ def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus
 def wave_stage_bytes(gemm: GemmTiming, w: int) -> dict[int, float]:
     """Output bytes wave ``w`` completes, by stage."""
     return gemm.stage_bytes_by_wave[w]
+
+
+def wave_stage_share(gemm: GemmTiming, w: int, stage: int) -> float:
+    """The share of wave ``w``'s output that falls in ``stage`` (1 for a wave with none)."""
+    parts = gemm.stage_bytes_by_wave[w]
+    total = sum(parts.values())
+    return parts.get(stage, 0.0) / total if total else 1.0
+
+
+def wave_bytes_before(gemm: GemmTiming, w: int, stage: int) -> float:
+    """Output bytes wave ``w`` completes in the stages before ``stage`` (with the last stage
+    a GPU's own chunk: what it completes for its peers)."""
+    return sum(b for s, b in gemm.stage_bytes_by_wave[w].items() if s < stage)
 
 
 def wave_cap_per_s(gemm: GemmTiming, w: int, latency_s: float) -> float:

@@ -40,7 +40,7 @@ from ..describe.models import GemmShape
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.custom_allreduce import custom_na_reason
-from ..kernels.gemm import wave_stage_bytes
+from ..kernels.gemm import wave_bytes_before
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .paper import sequential
 
@@ -74,7 +74,7 @@ def flux(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     def on_wave(e: Engine, w: int) -> None:
         # A wave's tiles run side by side and store in their epilogues as the wave ends:
         # their flags rise then, and only then may the owners pull them.
-        ready = sum(b for st, b in wave_stage_bytes(gemm, w).items() if st < tp - 1)
+        ready = wave_bytes_before(gemm, w, tp - 1)
         if ready > 0 and not pull.finished:
             e.produce(pull, ready)
     run = GemmRun(sub, gemm, on_wave=on_wave,

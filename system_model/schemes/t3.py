@@ -30,7 +30,7 @@ from dataclasses import replace
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
-from ..kernels.gemm import wave_stage_bytes
+from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 
 __all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_from_s",
@@ -534,16 +534,14 @@ def _t3_direct(sub: Sublayer, *, record: bool, gemm) -> SchemeResult:
     state = {}
 
     def peer_bytes(w: int) -> float:
-        return sum(b for s, b in wave_stage_bytes(gemm, w).items() if s < tp - 1)
+        return wave_bytes_before(gemm, w, tp - 1)
 
     def extra(w: int) -> dict:
         b = peer_bytes(w) * on_link
         return {r: a * b for r, a in demand.items()} if b > 0 else {}
 
     def local_fraction(w: int) -> float:
-        parts = wave_stage_bytes(gemm, w)
-        total = sum(parts.values())
-        return parts.get(tp - 1, 0.0) / total if total else 1.0
+        return wave_stage_share(gemm, w, tp - 1)
 
     def wave_end(e: Engine, w: int) -> None:
         e.start(Flow("updates (buffer)", buffered, demand, lane="link"),

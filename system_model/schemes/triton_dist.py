@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
-from ..kernels.gemm import wave_stage_bytes
+from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .peers import _reduce_kernel
 
@@ -95,16 +95,14 @@ def epilogue_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     state = {"open": 0}
 
     def local_fraction(w: int) -> float:
-        parts = wave_stage_bytes(gemm, w)
-        total = sum(parts.values())
-        return parts.get(tp - 1, 0.0) / total if total else 1.0
+        return wave_stage_share(gemm, w, tp - 1)
 
     def stored(e: Engine, f: Flow) -> None:
         state["open"] -= 1
         finish(e)
 
     def on_wave(e: Engine, w: int) -> None:
-        b = sum(v for st, v in wave_stage_bytes(gemm, w).items() if st < tp - 1)
+        b = wave_bytes_before(gemm, w, tp - 1)
         if b > 0:
             state["open"] += 1
             e.start(Flow(f"stores {w + 1}", b, remote, lane="link"), stored)

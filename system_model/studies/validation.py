@@ -255,6 +255,10 @@ def cu_channel_slowdown(channels: int = 8) -> float:
 
 def validate() -> list[ValidationRow]:
     """Every published point against the model (same preset, GPUs and shape; nothing tuned)."""
+    from ..describe.models import MODELS
+    from ..schemes.triton_dist import overlap_rs
+    from .serving.tokenweave import multimem_all_reduce_s, tokenweave_layer
+
     rows = []
     for b in BUS_BANDWIDTHS:
         model, choice = _busbw(b)
@@ -305,7 +309,6 @@ def validate() -> list[ValidationRow]:
         rows.append(ValidationRow(f"DMA {d.collective} over {p.transport.library.upper()}'s, {d.gpus} x {d.platform}",
                                   d.platform, "speedup", d.speedup, ring.time_s / dma, "copy_engine", d.source))
     for o in OVERLAP_KERNEL_POINTS:
-        from ..schemes.triton_dist import overlap_rs
         sub = Sublayer(platform(o.platform).study_config(), GemmShape(*o.shape), o.tp, "reduce_scatter")
         rows.append(ValidationRow(o.name, o.platform, "ms", o.time_ms, overlap_rs(sub).time_s * 1e3, "triton_dist_rs",
                                   o.source))
@@ -326,14 +329,11 @@ def validate() -> list[ValidationRow]:
                                   mp.times_ms["baseline"] / mp.times_ms[mp.scheme],
                                   model["baseline"] / model[mp.scheme], FUSED_FAMILIES[mp.scheme], mp.source))
     for a in MULTIMEM_ALL_REDUCES:
-        from .serving.tokenweave import multimem_all_reduce_s
         model = multimem_all_reduce_s(a.message_bytes, a.gpus, platform(a.platform).study_config())
         size = f"{a.message_bytes / 2**20:g} MiB"
         rows.append(ValidationRow(f"multimem all_reduce time, {a.gpus} x {a.platform}, {size} ({a.harness})",
                                   a.platform, "us", a.time_us, model * 1e6, "multimem", a.source))
     for tw in TOKENWEAVE_POINTS:
-        from ..describe.models import MODELS
-        from .serving.tokenweave import tokenweave_layer
         layer = tokenweave_layer(platform(tw.platform).study_config(), MODELS[tw.model], tw.tokens, tw.tp)
         model = {"baseline": layer.baseline_s, "nocomm": layer.nocomm_s, "tokenweave": layer.tokenweave_s}
         rows.append(ValidationRow(f"{tw.name}: speedup", tw.platform, "speedup",

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from ...describe.config import StudyConfig
 from ...describe.models import TransformerModel
 from ...kernels.collectives import plan
+from ...kernels.custom_allreduce import barrier_s
 from ..layer import layer_ops, op_time_s
 
 __all__ = ["TOKENWEAVE_MIN_TOKENS", "TOKENWEAVE_CTAS", "multimem_all_reduce_s", "TokenWeaveLayer", "tokenweave_layer",
@@ -60,8 +61,7 @@ def multimem_all_reduce_s(nbytes: float, n: int, cfg: StudyConfig) -> float:
     if not (f.switch_reduction and t.nvls_efficiency > 0 and f.in_domain(n)):
         raise ValueError(f"a multimem all-reduce needs a reducing switch spanning the {n} GPUs")
     p = plan("all_reduce", nbytes, n, f, t, algorithm="nvls")
-    hop, memory = f.hop_latency_s(n), g.dram_latency_ns * 1e-9
-    latency = 2 * (hop + memory) + 2 * hop + f.switch_reduce_latency_ns * 1e-9
+    latency = 2 * barrier_s(f, n, g.dram_latency_ns) + 2 * f.hop_latency_s(n) + f.switch_reduce_latency_ns * 1e-9
     return latency + p.transfer_s
 
 
