@@ -69,8 +69,12 @@ DRAM_MODEL = __import__("os").environ.get("T3_INVARIANT_DRAM")
 SLACK = 0.005
 #: How much faster the library's GEMM alone may run when M, N or K grows (the lockstep
 #: waves' tail and the L2's tile-grid aliasing; see the module's docstring). In 10,000 random
-#: shape changes the largest fall was 16.4% (the MI355X case above).
-GEMM_SHAPE_SLACK = 0.20
+#: shape changes the largest fall was 16.4% (the MI355X case above); a random SEED of
+#: 2026-12-06 (1694999203) found 20.3%: on MI300X with half its HBM, the 128x128 kernel at
+#: M 256 x N 22026 runs 346 tiles, a first wave of 304 spanning 2 tile rows and 152 columns
+#: (152 panels of the 131 MB B read) and a 42-tile tail; at M 321 the first wave spans 3 rows
+#: and 102 columns and the GEMM takes 68.1 against 85.4 us (kept below as an example).
+GEMM_SHAPE_SLACK = 0.25
 #: Changes that speed communication up (the contention allowance applies).
 COMMUNICATION = ("link_bw_GBps_per_link", "scale_out_GBps_per_gpu", "dram_latency_ns", "link_latency_ns",
                  "scale_out_latency_ns",
@@ -288,6 +292,8 @@ def _times(results) -> dict[str, float]:
 @example(("mi300x", {"hbm_GBps": 2650.0, "link_bw_GBps_per_link": 128.0, "scale_out_GBps_per_gpu": 50.0,
                      "dram_latency_ns": 420.0, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
                      "nic_doorbell_ns": 1500.0}, (13360, 314, 2981), 2, "reduce_scatter", ("m", 1.03125)))
+@example(("mi300x", {"hbm_GBps": 2650.0, "link_bw_GBps_per_link": 128.0}, (256, 22026, 2981), 2, "all_reduce",
+          ("m", 1.252)))
 @example(("h800-sxm", {}, (2613, 934, 12710), 8, "reduce_scatter", ("m", 1.613)))
 @example(("b200", {}, (4263, 2026, 5578), 8, "reduce_scatter", ("m", 5249 / 4263)))
 def test_invariants(case):
