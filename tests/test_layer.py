@@ -122,7 +122,8 @@ def test_elementwise_times_by_hand(cfg):
 
 
 def test_single_wave_gemm_by_hand(cfg):
-    # OP's data gradient (512 x 128 x 256): 4 tiles, one wave, compute-bound (0.5 MB of DRAM).
+    # OP's data gradient (512 x 128 x 256): 4 tiles, one wave, compute-bound (0.5 MB of DRAM),
+    # with a library that never splits K (the presets'; split: the next test).
     op = next(op for op in layer_ops(TINY, "training", 512, 2, seq_len=256) if op.name == "OP dgrad")
     assert op.shape == GemmShape(512, 128, 256)
     tile_s = 2 * 128 * 128 * 256 / (1.4e9 * 1024 * 0.8)              # 7.31 us
@@ -136,6 +137,26 @@ def test_single_wave_gemm_by_hand(cfg):
     # DRAM serves its 0.54 us of traffic within that.
     assert cfg.system.gpu.dram_latency_ns * 1e-9 * 256 / 32 < tile_s + fill_s
     assert t == pytest.approx(tile_s + fill_s)
+
+
+def test_single_wave_gemm_split_by_hand(cfg):
+    # The same GEMM with a library that splits K: 4 tiles leave all but 4 CUs idle, so it may
+    # split K in up to 16 parts (64 parts at most, one wave). A part computes at least a 16th of a
+    # tile, so the GEMM takes at least that and a DRAM latency; the chooser keeps the
+    # fastest, so it takes no longer than two parts would: half a tile's compute, the
+    # latency, and the DRAM time of the operands and of the workspace (one fp32 partial
+    # tile per tile, written and read back) with the output.
+    op = next(op for op in layer_ops(TINY, "training", 512, 2, seq_len=256) if op.name == "OP dgrad")
+    unsplit = op_time_s(op, cfg)
+    cfg = replace(cfg, kernels=tuple(replace(k, max_split_k=16) for k in cfg.kernels))
+    fill_s = cfg.system.gpu.dram_latency_ns * 1e-9
+    part_s = 2 * 128 * 128 * 16 / (1.4e9 * 1024 * 0.8)                  # 0.46 us
+    traffic_s = (512 * 256 + 256 * 128 + 512 * 128) * 2 / HBM_BYTES_PER_S
+    half_s = 2 * 128 * 128 * 128 / (1.4e9 * 1024 * 0.8) + fill_s + traffic_s + 2 * 4 * 128 * 128 * 4 / HBM_BYTES_PER_S
+    t = op_time_s(op, cfg)
+    assert cfg.system.gpu.cus >= 64
+    assert part_s + fill_s <= t * (1 + 1e-12)
+    assert t <= half_s * (1 + 1e-9) < unsplit
 
 
 @pytest.mark.parametrize("name", ["mega-gpt-2", "palm"])

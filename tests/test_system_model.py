@@ -128,7 +128,7 @@ def test_l2_reuse_distance_by_hand():
     out = 128 * 128 * 2                      # an output tile: 32 KiB
     # Wave footprint: 2 A + 1 B panels, plus 2 output tiles when stores allocate.
     # Big L2: only compulsory misses (2 A panels once, every B panel once).
-    reads, tiles, stage_tiles, stage_bytes = wave_traffic(shape, kernel, cus=2, l2_bytes=1e9, stores_cached=True,
+    reads, tiles, stage_tiles, stage_bytes, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=1e9, stores_cached=True,
                                                           stages=1)
     assert reads == (3 * panel, panel, panel, panel) and tiles == (2,) * 4
     assert stage_tiles == (8,) and stage_bytes == (256 * 512 * 2,)
@@ -138,8 +138,8 @@ def test_l2_reuse_distance_by_hand():
     # An L2 that holds one wave's operands but not its outputs as well: the A panels reused
     # by the next wave hit only when the stores bypass the L2 (T3).
     l2 = 3 * panel + out
-    cached, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=True, stages=1)
-    bypass, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=False, stages=1)
+    cached, _, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=True, stages=1)
+    bypass, _, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=False, stages=1)
     assert cached == (3 * panel,) * 4
     assert bypass == (3 * panel, panel, panel, panel)
 

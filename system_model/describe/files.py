@@ -95,9 +95,12 @@ class HardwareDescription:
                            workload=workload or WorkloadConfig(), t3_blocks=self.t3_blocks, dram_model=dram_model)
 
     def with_changes(self, **changes) -> HardwareDescription:
-        """A copy with GPU, fabric or transport fields (or ``t3_blocks``) changed by name."""
+        """A copy with GPU, fabric or transport fields, ``t3_blocks``, or ``max_split_k`` (every
+        kernel's) changed by name."""
         own = {k: v for k, v in changes.items() if k == "t3_blocks"}
-        system = self.system.with_changes(**{k: v for k, v in changes.items() if k != "t3_blocks"})
+        if "max_split_k" in changes:
+            own["kernels"] = tuple(dataclasses.replace(k, max_split_k=changes["max_split_k"]) for k in self.kernels)
+        system = self.system.with_changes(**{k: v for k, v in changes.items() if k not in ("t3_blocks", "max_split_k")})
         return dataclasses.replace(self, gpu=system.gpu, fabric=system.fabric, transport=system.transport, **own)
 
 

@@ -35,6 +35,21 @@ class GemmKernelConfig:
         Fraction of the matrix-core peak a compute-bound tile achieves.
     bytes_per_element : int
         fp16.
+    split_k : int
+        Parts K is split into, each computed by its own CU (1: none). A tile's parts but the
+        last store fp32 partial sums into a workspace, which the last part reads back,
+        adds and stores the tile from (the "fixup" of Stream-K, arXiv 2301.03598, and of
+        cuBLASLt's split-K with its reduction in the output): a tile is complete when its
+        last part ends, so a fused epilogue and T3's tracked store see one store per tile.
+    max_split_k : int
+        The most parts the library splits K into for a GEMM whose tiles underfill the GPU
+        (fewer tiles than CUs), as cuBLASLt's split-K, hipBLASLt's GlobalSplitU and Stream-K
+        (the only selection on MI350) can. The model then tries 2, 4, 8 and 16 parts up to
+        this (:func:`system_model.kernels.gemm.split_variants`) and each GEMM runs the
+        fastest. 1 (the default, and every preset's): never split. Whether a library's
+        heuristics split a given skinny GEMM is not known here, and the published points
+        that could tell say they did not: PyTorch async-TP's 64-row matmuls on 8 x H100 take
+        the time of one unsplit 128 x 128 tile per SM over the whole K (docs/model.md).
     """
 
     tile_m: int = 128
@@ -44,6 +59,8 @@ class GemmKernelConfig:
     group_rows: int = 8
     compute_efficiency: float = 0.8
     bytes_per_element: int = 2
+    split_k: int = 1
+    max_split_k: int = 1
 
     def __post_init__(self):
         check_int_range("tile_m", self.tile_m, 1, 4096)
@@ -53,6 +70,8 @@ class GemmKernelConfig:
         check_int_range("group_rows", self.group_rows, 1, 4096)
         check_range("compute_efficiency", self.compute_efficiency, 0.01, 1.0)
         check_int_range("bytes_per_element", self.bytes_per_element, 1, 8)
+        check_int_range("split_k", self.split_k, 1, 64)
+        check_int_range("max_split_k", self.max_split_k, 1, 64)
 
     def prefetch_bytes_per_cu(self, k: int) -> int:
         """Operand bytes one CU keeps in flight."""

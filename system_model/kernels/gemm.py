@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +40,8 @@ from ..describe.models import GemmShape
 from ..describe.units import check_int_range
 
 __all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "wave_cap_per_s",
-           "gemm_alone_s", "choose_kernel", "wave_stage_bytes", "wave_stage_share", "wave_bytes_before"]
+           "gemm_alone_s", "choose_kernel", "split_variants", "library_variants", "wave_stage_bytes",
+           "wave_stage_share", "wave_bytes_before"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class GemmTiming:
     ``stage_tiles[s]`` the tiles of stage ``s`` (in dispatch order, stage after stage);
     ``stage_bytes[s]`` the output bytes they hold. ``stores_cached`` says which L2 policy
     the traffic was computed for (baseline: True).
+
+    With K split (``split_k`` > 1) a "tile" is a work item, one part of a tile's K: ``tiles``,
+    ``wave_tiles`` and ``stage_tiles`` count parts, ``tile_compute_s`` is a part's, and
+    ``wave_workspace_bytes[w]`` the partial sums wave ``w`` writes and reads back.
     """
 
     shape: GemmShape
@@ -77,6 +82,10 @@ class GemmTiming:
     #: The wave uses its data a k-step at a time, each step waiting for its share of the
     #: reads (the cycle-level DRAM service's k-steps); False: continuously.
     stepwise: bool = False
+    #: Parts K is split into (:attr:`GemmKernelConfig.split_k`).
+    split_k: int = 1
+    #: Per wave, split-K's partial sums written to the workspace and read back (bytes).
+    wave_workspace_bytes: tuple[float, ...] = ()
 
     @property
     def waves(self) -> int:
@@ -88,11 +97,23 @@ class GemmTiming:
 
     @functools.cached_property
     def dram_read_bytes(self) -> float:
-        return float(sum(self.wave_reads))
+        """Operand reads after the L2, and split-K's partial sums read back."""
+        return float(sum(self.wave_reads)) + self.workspace_bytes / 2
 
     @property
     def dram_write_bytes(self) -> float:
-        return float(sum(self.stage_bytes))
+        """The output, and split-K's partial sums."""
+        return float(sum(self.stage_bytes)) + self.workspace_bytes / 2
+
+    @functools.cached_property
+    def workspace_bytes(self) -> float:
+        """Split-K's partial sums, written and read back (0 unsplit)."""
+        return float(sum(self.wave_workspace_bytes))
+
+    def wave_dram_bytes(self, w: int) -> float:
+        """Wave ``w``'s DRAM bytes besides its output stores: operand reads and split-K's
+        workspace."""
+        return self.wave_reads[w] + (self.wave_workspace_bytes[w] if self.wave_workspace_bytes else 0.0)
 
     @property
     def output_bytes(self) -> float:
@@ -130,7 +151,7 @@ class GemmTiming:
             while (w + n < self.waves and self.wave_tiles[w + n] == self.wave_tiles[w]
                    and comp[w + n] == comp[w]):
                 n += 1
-            out.append((w, n, sum(self.wave_reads[w:w + n]) / n))
+            out.append((w, n, sum(self.wave_dram_bytes(i) for i in range(w, w + n)) / n))
             w += n
         return tuple(out)
 
@@ -187,17 +208,44 @@ def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
     return tuple(b - a for a, b in zip([0, *needed], needed, strict=False))
 
 
+#: fp32 accumulators: the bytes of one partial sum in a split-K workspace.
+PARTIAL_SUM_BYTES = 4
+
+
 @functools.lru_cache(maxsize=8192)
 def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
-                 stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
-    """Per wave, DRAM read bytes and tiles under the reuse-distance LRU model of the L2;
-    per stage, its tiles and output bytes."""
+                 stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...],
+                                       tuple[float, ...]]:
+    """Per wave, DRAM read bytes and work items (a tile's K parts, :attr:`split_k` of them,
+    one after another in the dispatch order) under the reuse-distance LRU model of the L2,
+    and its split-K workspace bytes (partial sums written, and read back by a tile's last
+    part); per stage, its work items and output bytes.
+
+    With K split, a panel is a part's slice of it (``tile_m x K / split_k``), shared by the
+    wave's items of the same part. The workspace is charged to the DRAM in full: an upper
+    bound, since a workspace that fits the L2 may never leave it."""
     e = kernel.bytes_per_element
+    split = kernel.split_k
     tiles_m, tiles_n = math.ceil(shape.m / kernel.tile_m), math.ceil(shape.n / kernel.tile_n)
     rows_per_stage = stage_tile_rows(shape.m, kernel.tile_m, stages)
     order = tile_order(tiles_m, tiles_n, rows_per_stage, kernel.group_rows)
-    a_panel, b_panel = kernel.tile_m * shape.k * e, kernel.tile_n * shape.k * e
+    k_part = math.ceil(shape.k / split)
+    a_panel, b_panel = kernel.tile_m * k_part * e, kernel.tile_n * k_part * e
     out_tile = kernel.tile_m * kernel.tile_n * e
+    partial = np.zeros(0)
+    if split > 1:
+        # Each tile's parts follow one another; a panel's index names its part too.
+        part = np.tile(np.arange(split), len(order))
+        rows = np.repeat(order[:, 0], split)
+        cols = np.repeat(order[:, 1], split)
+        real = (np.minimum(kernel.tile_m, shape.m - rows * kernel.tile_m)
+                * np.minimum(kernel.tile_n, shape.n - cols * kernel.tile_n) * PARTIAL_SUM_BYTES)
+        # Parts but the last write their partial sums; the last reads them all back.
+        partial = np.where(part < split - 1, real, (split - 1) * real).astype(float)
+        order = np.stack([rows * split + part, cols * split + part], axis=1)
+        tiles_m, tiles_n = tiles_m * split, tiles_n * split
+        # A part's stores in the L2: its partial sums (fp32), the last part's the tile.
+        out_tile = out_tile * (1 + (split - 1) * PARTIAL_SUM_BYTES / e) / split
     n_tiles = len(order)
     waves = math.ceil(n_tiles / cus)
     wave_of = np.arange(n_tiles) // cus
@@ -228,12 +276,14 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
         miss = first | (distance > l2_bytes)
         return np.bincount(w[miss], minlength=waves)
     reads = misses(a_uses) * a_panel + misses(b_uses) * b_panel
-    stage_tiles = tuple(r * tiles_n for r in rows_per_stage)
+    workspace = (np.bincount(wave_of, weights=partial, minlength=waves) if split > 1 else np.zeros(waves))
+    stage_tiles = tuple(r * tiles_n for r in rows_per_stage)     # (tiles_n counts the parts)
     # Output bytes per stage: its tile rows' real rows of C (the last tile row may be short).
     row_end = np.minimum(np.cumsum(rows_per_stage) * kernel.tile_m, shape.m)
     row_start = np.concatenate([[0], row_end[:-1]])
     stage_bytes = tuple(float(b) for b in (row_end - row_start) * shape.n * e)
-    return (tuple(float(x) for x in reads), tuple(int(c) for c in counts), stage_tiles, stage_bytes)
+    return (tuple(float(x) for x in reads), tuple(int(c) for c in counts), stage_tiles, stage_bytes,
+            tuple(float(x) for x in workspace))
 
 
 def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
@@ -250,18 +300,21 @@ def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, s
 def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
                  stores_cached: bool, stages: int) -> GemmTiming:
     e = kernel.bytes_per_element
+    split = kernel.split_k
     tiles_n = math.ceil(shape.n / kernel.tile_n)
-    tiles = math.ceil(shape.m / kernel.tile_m) * tiles_n
-    flops_per_tile = 2 * kernel.tile_m * kernel.tile_n * shape.k
+    tiles = math.ceil(shape.m / kernel.tile_m) * tiles_n * split
+    k_part = math.ceil(shape.k / split)
+    flops_per_tile = 2 * kernel.tile_m * kernel.tile_n * k_part
     cu_flops = gpu.clock_GHz * 1e9 * gpu.fp16_flops_per_cycle_per_cu * kernel.compute_efficiency
-    reads, counts, stage_tiles, stage_bytes = wave_traffic(shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6,
-                                                           stores_cached=stores_cached, stages=stages)
+    reads, counts, stage_tiles, stage_bytes, workspace = wave_traffic(
+        shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached, stages=stages)
     return GemmTiming(shape=shape, cus=cus, tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m,
                       tile_compute_s=flops_per_tile / cu_flops, out_tile_bytes=kernel.tile_m * kernel.tile_n * e,
-                      cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * shape.k * e,
+                      cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * k_part * e,
                       wave_reads=reads, wave_tiles=counts, stage_tiles=stage_tiles, stage_bytes=stage_bytes,
-                      stores_cached=stores_cached, prefetch_bytes_per_cu=kernel.prefetch_bytes_per_cu(shape.k),
-                      k_steps_per_tile=math.ceil(shape.k / kernel.k_tile))
+                      stores_cached=stores_cached, prefetch_bytes_per_cu=kernel.prefetch_bytes_per_cu(k_part),
+                      k_steps_per_tile=math.ceil(k_part / kernel.k_tile), split_k=split,
+                      wave_workspace_bytes=workspace)
 
 
 def wave_stage_bytes(gemm: GemmTiming, w: int) -> dict[int, float]:
@@ -319,9 +372,36 @@ def gemm_alone_s(gemm: GemmTiming, gpu: GpuConfig, *, store_units: float = 1.0, 
     return cache[key]
 
 
+#: The parts a library may split K into (each at most the kernel's ``max_split_k``).
+SPLITS = (2, 4, 8, 16)
+
+
+def split_variants(shape: GemmShape, kernel: GemmKernelConfig, cus: int, *, underfilled_only: bool = True
+                   ) -> tuple[GemmKernelConfig, ...]:
+    """``kernel`` and, where its tiles underfill the ``cus`` CUs, the same kernel with K split
+    in 2, 4, 8 or 16 parts (up to its ``max_split_k``, each part at least one element of K
+    deep): what cuBLASLt's split-K and hipBLASLt's GlobalSplitU and Stream-K offer a skinny
+    GEMM, a decode step's. ``underfilled_only=False``: every split, whatever the tiles (for
+    a bound: a schedule that cuts the GEMM into smaller ones can split each)."""
+    if kernel.split_k != 1 or kernel.max_split_k < 2:
+        return (kernel,)
+    tiles = math.ceil(shape.m / kernel.tile_m) * math.ceil(shape.n / kernel.tile_n)
+    if underfilled_only and tiles >= cus:
+        return (kernel,)
+    return (kernel, *(replace(kernel, split_k=s) for s in SPLITS if s <= kernel.max_split_k and shape.k >= s))
+
+
+def library_variants(shape: GemmShape, kernels: tuple[GemmKernelConfig, ...], cus: int, *,
+                     underfilled_only: bool = True) -> tuple[GemmKernelConfig, ...]:
+    """Every kernel of the library with its split-K variants for ``shape`` on ``cus`` CUs."""
+    return tuple(v for k in kernels for v in split_variants(shape, k, cus, underfilled_only=underfilled_only))
+
+
 def choose_kernel(shape: GemmShape, gpu: GpuConfig, kernels: tuple[GemmKernelConfig, ...], *, cus: int | None = None
                   ) -> GemmKernelConfig:
-    """The library's kernel for ``shape``: least modelled time alone (the larger tile on a tie)."""
+    """The library's kernel for ``shape``: least modelled time alone (the larger tile on a tie;
+    a split variant only where it is faster), of the kernels and their split-K variants."""
+    kernels = library_variants(shape, kernels, gpu.cus if cus is None else cus)
     if len(kernels) == 1:
         return kernels[0]
     best, best_s = None, math.inf

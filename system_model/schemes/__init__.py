@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..describe.config import StudyConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
+from ..kernels.gemm import library_variants
 from . import cache, ficco, paper, peers, t3, triton_dist
 from .context import COLLECTIVES, SchemeResult, Sublayer
 
@@ -100,7 +101,8 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEM
         run = _RUN.get(name) or _BOUNDS_RUN[name]
         if sub is None:
             sub = Sublayer(cfg, shape, tp, collective)
-            others = [sub.with_kernel(k) for k in cfg.kernels if k != sub.kernel]
+            variants = library_variants(shape, cfg.kernels, sub.gpu.cus)
+            others = [sub.with_kernel(k) for k in variants if k != sub.kernel]
         best = run(sub, record=record)
         if name not in _LIBRARY_KERNEL and best.available:
             for other in others:

@@ -30,7 +30,7 @@ from ..engine.sharing import DRAM, GRANTS, Policy, mca_floor_grants_Bps
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import Plan, plan
 from ..kernels.custom_allreduce import CustomPlan, custom_all_gather, custom_all_reduce, custom_na_reason
-from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, wave_cap_per_s
+from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, library_variants, wave_cap_per_s
 
 __all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "direct_na", "COLLECTIVES"]
 
@@ -275,11 +275,14 @@ class Sublayer:
 
         A tail wave is not charged its DRAM time here: a schedule that splits the GEMM
         (async-TP's per-rank matmuls) or runs it on fewer CUs (CU sharing) can fill it, so
-        the GEMM alone (:attr:`gemm_alone_s`) is not a bound for every scheme."""
+        the GEMM alone (:attr:`gemm_alone_s`) is not a bound for every scheme. For the same
+        reason, where the library splits K the waves are counted for every split it offers,
+        whether this GEMM's tiles underfill the GPU or not: the smaller GEMMs of such a
+        schedule may be split each."""
         e_in = self.shape.k * (self.shape.m + self.shape.n)
         latency = self.dram_latency_s
         best = math.inf
-        for kernel in self.cfg.kernels:
+        for kernel in library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False):
             g = gemm_timing(self.shape, self.gpu, kernel, stages=1)
             waves = math.ceil(g.tiles / self.gpu.cus)
             compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s

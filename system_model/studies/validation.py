@@ -116,8 +116,9 @@ MISS_MECHANISMS: dict[str, str] = {
         "reduce-scatter of a 4 MiB output, latency-bound) is 13.5% fast and async-TP is 10.6% slow. "
         "async-TP's time here is its eight matmuls of 64 rows: each fills 32 of the 132 SMs with one "
         "128x128 tile over the whole K of 14,336 (78 us of matrix work per tile, 671 us for the eight against "
-        "79 us for the GEMM whole). The model's kernels have no split-K or stream-K variant, which a library "
-        "picks for such skinny shapes and which would spread that K over idle SMs. The M 1024 and M 2048 rows "
+        "79 us for the GEMM whole), about the published 614 us: the library did not split K here. A library "
+        "that splits K (GemmKernelConfig.max_split_k; python -m system_model.studies.serving.split_k) would "
+        "spread that K over the idle SMs and miss every async-TP row by 33-55%. The M 1024 and M 2048 rows "
         "are within 10%."),
     **{f"all_reduce library time, 8 x h100-sxm, {size} (torch.distributed, eager)": _EAGER_NCCL
        for size in ("16 KiB", "64 KiB", "256 KiB")},
@@ -253,11 +254,17 @@ def cu_channel_slowdown(channels: int = 8) -> float:
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
 
 
-def validate() -> list[ValidationRow]:
-    """Every published point against the model (same preset, GPUs and shape; nothing tuned)."""
+def validate(*, max_split_k: int | None = None) -> list[ValidationRow]:
+    """Every published point against the model (same preset, GPUs and shape; nothing tuned);
+    ``max_split_k``: with every preset's library splitting K up to so many parts (a what-if,
+    :mod:`.serving.split_k`)."""
     from ..describe.models import MODELS
     from ..schemes.triton_dist import overlap_rs
     from .serving.tokenweave import multimem_all_reduce_s, tokenweave_layer
+
+    def lookup(name: str):
+        p = platform(name)
+        return p if max_split_k is None else p.with_changes(max_split_k=max_split_k)
 
     rows = []
     for b in BUS_BANDWIDTHS:
@@ -267,12 +274,12 @@ def validate() -> list[ValidationRow]:
                                   "busbw GB/s", b.busbw_GBps, model, _bus_transport(b, choice), b.source,
                                   f"model runs {choice}"))
     for c in COPY_BANDWIDTHS:
-        p = platform(c.platform)
+        p = lookup(c.platform)
         model = p.fabric.pair_Bps(p.fabric.domain_gpus) * p.transport.ce_link_efficiency / 1e9
         rows.append(ValidationRow(f"copy engine, one pair, {c.platform}", c.platform, "GB/s", c.GBps, model,
                                   "copy_engine", c.source))
     for g in GEMM_COLLECTIVES:
-        p = platform(g.platform)
+        p = lookup(g.platform)
         cfg = p.study_config()
         shape = GemmShape(*g.shape)
         if g.collective == "all_gather":
@@ -301,7 +308,7 @@ def validate() -> list[ValidationRow]:
             rows.append(ValidationRow(f"{g.name}: speedup", g.platform, "speedup", pub,
                                       model["baseline"] / model[g.scheme], FUSED_FAMILIES[g.scheme], g.source))
     for d in DMA_COLLECTIVES:
-        p = platform(d.platform)
+        p = lookup(d.platform)
         ring = plan(d.collective, d.message_bytes, d.gpus, p.fabric, p.transport)
         latency = p.fabric.link_latency_ns * 1e-9 + p.gpu.dram_latency_ns * 1e-9
         per_peer = d.message_bytes / d.gpus
@@ -309,17 +316,17 @@ def validate() -> list[ValidationRow]:
         rows.append(ValidationRow(f"DMA {d.collective} over {p.transport.library.upper()}'s, {d.gpus} x {d.platform}",
                                   d.platform, "speedup", d.speedup, ring.time_s / dma, "copy_engine", d.source))
     for o in OVERLAP_KERNEL_POINTS:
-        sub = Sublayer(platform(o.platform).study_config(), GemmShape(*o.shape), o.tp, "reduce_scatter")
+        sub = Sublayer(lookup(o.platform).study_config(), GemmShape(*o.shape), o.tp, "reduce_scatter")
         rows.append(ValidationRow(o.name, o.platform, "ms", o.time_ms, overlap_rs(sub).time_s * 1e3, "triton_dist_rs",
                                   o.source))
     for x in FUSED_SPEEDUPS:
-        r = evaluate(platform(x.platform).study_config(), GemmShape(*x.shape), x.tp,
+        r = evaluate(lookup(x.platform).study_config(), GemmShape(*x.shape), x.tp,
                      schemes=("sequential", x.scheme), collective=x.collective)
         rows.append(ValidationRow(f"{x.name}: speedup", x.platform, "speedup", x.speedup,
                                   r["sequential"].time_s / r[x.scheme].time_s, FUSED_FAMILIES[x.scheme], x.source))
     for mp in MLP_POINTS:
-        model = _mlp_ms(mp)
-        p = platform(mp.platform)
+        model = _mlp_ms(mp, lookup)
+        p = lookup(mp.platform)
         ar = plan("all_reduce", mp.m * mp.hidden * 2, mp.tp, p.fabric, p.transport)
         library = f"{p.transport.library}_{'nvls' if ar.algorithm.startswith('nvls') else 'ring'}"
         for part, published in mp.times_ms.items():
@@ -329,12 +336,12 @@ def validate() -> list[ValidationRow]:
                                   mp.times_ms["baseline"] / mp.times_ms[mp.scheme],
                                   model["baseline"] / model[mp.scheme], FUSED_FAMILIES[mp.scheme], mp.source))
     for a in MULTIMEM_ALL_REDUCES:
-        model = multimem_all_reduce_s(a.message_bytes, a.gpus, platform(a.platform).study_config())
+        model = multimem_all_reduce_s(a.message_bytes, a.gpus, lookup(a.platform).study_config())
         size = f"{a.message_bytes / 2**20:g} MiB"
         rows.append(ValidationRow(f"multimem all_reduce time, {a.gpus} x {a.platform}, {size} ({a.harness})",
                                   a.platform, "us", a.time_us, model * 1e6, "multimem", a.source))
     for tw in TOKENWEAVE_POINTS:
-        layer = tokenweave_layer(platform(tw.platform).study_config(), MODELS[tw.model], tw.tokens, tw.tp)
+        layer = tokenweave_layer(lookup(tw.platform).study_config(), MODELS[tw.model], tw.tokens, tw.tp)
         model = {"baseline": layer.baseline_s, "nocomm": layer.nocomm_s, "tokenweave": layer.tokenweave_s}
         rows.append(ValidationRow(f"{tw.name}: speedup", tw.platform, "speedup",
                                   tw.times_ms["baseline"] / tw.times_ms["tokenweave"],
@@ -344,7 +351,7 @@ def validate() -> list[ValidationRow]:
                                       tw.times_ms["baseline"] / tw.times_ms["nocomm"],
                                       model["baseline"] / model["nocomm"], "multimem", tw.source))
     for a in SMALL_ALL_REDUCES:
-        p = platform(a.platform)
+        p = lookup(a.platform)
         size = f"{a.message_bytes / 2**20:g} MiB" if a.message_bytes >= 2**20 else f"{a.message_bytes / 2**10:g} KiB"
         if a.algorithm == "library":
             q = plan("all_reduce", a.message_bytes, a.gpus, p.fabric, p.transport)
@@ -363,13 +370,13 @@ def validate() -> list[ValidationRow]:
     return rows
 
 
-def _mlp_ms(mp) -> dict[str, float]:
+def _mlp_ms(mp, lookup=platform) -> dict[str, float]:
     """An MLP block in the model: the gate/up GEMM alone, the SiLU-and-multiply at the DRAM's
     rate (two inputs read, one output written), and the down GEMM with its all-reduce as the
     baseline (GEMM, then the library's all-reduce) and as the peer's scheme."""
     from .layer import gemm_alone_s
 
-    cfg = platform(mp.platform).study_config()
+    cfg = lookup(mp.platform).study_config()
     e = cfg.kernel.bytes_per_element
     local = mp.intermediate // mp.tp
     up = gemm_alone_s(GemmShape(mp.m, 2 * local, mp.hidden), cfg)

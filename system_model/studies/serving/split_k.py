@@ -1,0 +1,112 @@
+"""What a GEMM library that splits K would change: ``python -m system_model.studies.serving.split_k``.
+
+Every preset's library runs its kernels unsplit (``GemmKernelConfig.max_split_k = 1``). A
+library can split K instead where a GEMM's tiles underfill the GPU (cuBLASLt's split-K,
+hipBLASLt's GlobalSplitU and Stream-K): a decode step's skinny GEMMs then use every CU.
+Whether its heuristics do so for a given shape is not known here, so the split library is a
+what-if, held against the two things that can tell:
+
+* **The published points** (:func:`validation_changes`): every point of the validation
+  table whose error moves when every preset's library may split K 16 ways.
+* **The serving verdicts** (:func:`verdict_changes`): every serving point's verdict (T3,
+  software, or within the model's error), unsplit and split, and how far T3's ratio to the
+  best software moves.
+
+Nothing is written to ``sim_results/``: the figures are quoted in ``docs/model.md`` with this
+command, which takes about a minute on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
+from ..validation import transport_error, validate
+from . import run_serving, serving_verdicts
+
+__all__ = ["SPLIT", "validation_changes", "verdict_changes", "split_k_markdown", "main"]
+
+#: The what-if's library: K split in up to 16 parts.
+SPLIT = 16
+
+
+def validation_changes(max_split_k: int = SPLIT) -> tuple[list[dict], dict[str, float], dict[str, float]]:
+    """The published points whose model error moves with a splitting library (unsplit, then
+    split), and each family's validated error both ways."""
+    base, split = validate(), validate(max_split_k=max_split_k)
+    rows = [{"name": a.name, "unit": a.metric, "published": a.published, "unsplit": a.model, "split": b.model,
+             "unsplit_error": a.error, "split_error": b.error, "unsplit_within": a.within, "split_within": b.within}
+            for a, b in zip(base, split, strict=True) if abs(a.error - b.error) > 1e-6]
+    return rows, transport_error(base), transport_error(split)
+
+
+def verdict_changes(errors: dict[str, float], max_split_k: int = SPLIT, platforms=None) -> dict:
+    """The serving study's verdicts with each platform's library unsplit and split (judged
+    against the same validated ``errors``): how many points keep their verdict, the points
+    that change, and the largest move of T3's ratio to the best software."""
+    platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
+    keyed = {}
+    for tag, ps in (("unsplit", platforms), ("split", [p.with_changes(max_split_k=max_split_k) for p in platforms])):
+        keyed[tag] = {(r["platform"], r["model"], r["tp"], r["tokens"]): r
+                      for r in serving_verdicts(run_serving(ps), errors)}
+    pairs = Counter()
+    changed, largest = [], (0.0, None)
+    for key, a in keyed["unsplit"].items():
+        b = keyed["split"][key]
+        pairs[(a["verdict"], b["verdict"])] += 1
+        if a["verdict"] != b["verdict"]:
+            changed.append((key, a, b))
+        if a["t3_over_software"] is not None and b["t3_over_software"] is not None:
+            move = b["t3_over_software"] - a["t3_over_software"]
+            if abs(move) > abs(largest[0]):
+                largest = (move, key)
+    gemm = {key: (a["gemm_us"], keyed["split"][key]["gemm_us"]) for key, a in keyed["unsplit"].items()}
+    return {"pairs": pairs, "changed": changed, "largest_move": largest, "gemm_us": gemm,
+            "points": len(keyed["unsplit"])}
+
+
+def split_k_markdown(max_split_k: int = SPLIT) -> str:
+    rows, base_err, split_err = validation_changes(max_split_k)
+    lines = [f"# A library that splits K up to {max_split_k} ways, against the presets' unsplit one", "",
+             "## Published points whose error moves", "",
+             "| point | published | model, unsplit | model, split | error, unsplit | error, split |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['published']:.3g} {r['unit']} | {r['unsplit']:.3g} | {r['split']:.3g} | "
+                     f"{r['unsplit_error']:+.1%}{'' if r['unsplit_within'] else ' (miss)'} | "
+                     f"{r['split_error']:+.1%}{'' if r['split_within'] else ' (miss)'} |")
+    moved = {k: (base_err[k], split_err[k]) for k in base_err if abs(base_err[k] - split_err[k]) > 1e-9}
+    lines += ["", "Families whose validated error moves: "
+              + (", ".join(f"{k} {a:.1%} -> {b:.1%}" for k, (a, b) in moved.items()) or "none"), ""]
+    v = verdict_changes(base_err, max_split_k)
+    kept = sum(n for (a, b), n in v["pairs"].items() if a == b)
+    move, key = v["largest_move"]
+    lines += ["## Serving verdicts (judged with the unsplit library's validated errors)", "",
+              f"{kept} of {v['points']} points keep their verdict; "
+              + ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(v["pairs"].items())) + ".",
+              f"Largest move of T3 over the best software: {move:+.2f} at {key}.", ""]
+    for key, a, b in v["changed"]:
+        lines.append(f"* {key}: {a['verdict']} ({a['t3_over_software']:.2f}) -> {b['verdict']} "
+                     f"({b['t3_over_software']:.2f})")
+    lines += ["", "| platform | decode GEMMs (OP + FC-2), Llama 3 70B, TP 8, 1 token: unsplit -> split (us) |",
+              "|---|---|"]
+    for (plat, model, tp, tokens), (a, b) in v["gemm_us"].items():
+        if model == "llama-3-70b" and tp == 8 and tokens == 1:
+            lines.append(f"| {plat} | {a:.1f} -> {b:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m system_model.studies.serving.split_k",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--max-split-k", type=int, default=SPLIT, help="the splitting library's most parts")
+    args = parser.parse_args(argv)
+    if not 2 <= args.max_split_k <= 64:
+        parser.error(f"--max-split-k must be 2..64, not {args.max_split_k}")
+    print(split_k_markdown(args.max_split_k), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
