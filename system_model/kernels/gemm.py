@@ -40,7 +40,7 @@ from ..describe.models import GemmShape
 from ..describe.units import check_int_range
 
 __all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "wave_cap_per_s",
-           "gemm_alone_s", "choose_kernel", "split_variants", "library_variants", "wave_stage_bytes",
+           "gemm_alone_s", "choose_kernel", "split_variants", "library_variants", "waves_floor_s", "wave_stage_bytes",
            "wave_stage_share", "wave_bytes_before"]
 
 
@@ -299,22 +299,36 @@ def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, s
 @functools.lru_cache(maxsize=8192)
 def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
                  stores_cached: bool, stages: int) -> GemmTiming:
+    reads, counts, stage_tiles, stage_bytes, workspace = wave_traffic(
+        shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached, stages=stages)
+    return GemmTiming(**_work_items(shape, gpu, kernel, cus), wave_reads=reads, wave_tiles=counts,
+                      stage_tiles=stage_tiles, stage_bytes=stage_bytes, stores_cached=stores_cached,
+                      wave_workspace_bytes=workspace)
+
+
+def _work_items(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int) -> dict:
+    """A GEMM's work items (tiles, or a tile's K parts) and what one costs a CU."""
     e = kernel.bytes_per_element
     split = kernel.split_k
     tiles_n = math.ceil(shape.n / kernel.tile_n)
-    tiles = math.ceil(shape.m / kernel.tile_m) * tiles_n * split
     k_part = math.ceil(shape.k / split)
-    flops_per_tile = 2 * kernel.tile_m * kernel.tile_n * k_part
     cu_flops = gpu.clock_GHz * 1e9 * gpu.fp16_flops_per_cycle_per_cu * kernel.compute_efficiency
-    reads, counts, stage_tiles, stage_bytes, workspace = wave_traffic(
-        shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached, stages=stages)
-    return GemmTiming(shape=shape, cus=cus, tiles=tiles, tiles_n=tiles_n, tile_m=kernel.tile_m,
-                      tile_compute_s=flops_per_tile / cu_flops, out_tile_bytes=kernel.tile_m * kernel.tile_n * e,
-                      cu_load_bytes_per_tile=(kernel.tile_m + kernel.tile_n) * k_part * e,
-                      wave_reads=reads, wave_tiles=counts, stage_tiles=stage_tiles, stage_bytes=stage_bytes,
-                      stores_cached=stores_cached, prefetch_bytes_per_cu=kernel.prefetch_bytes_per_cu(k_part),
-                      k_steps_per_tile=math.ceil(k_part / kernel.k_tile), split_k=split,
-                      wave_workspace_bytes=workspace)
+    return {"shape": shape, "cus": cus, "tiles": math.ceil(shape.m / kernel.tile_m) * tiles_n * split,
+            "tiles_n": tiles_n, "tile_m": kernel.tile_m,
+            "tile_compute_s": 2 * kernel.tile_m * kernel.tile_n * k_part / cu_flops,
+            "out_tile_bytes": kernel.tile_m * kernel.tile_n * e,
+            "cu_load_bytes_per_tile": (kernel.tile_m + kernel.tile_n) * k_part * e,
+            "prefetch_bytes_per_cu": kernel.prefetch_bytes_per_cu(k_part),
+            "k_steps_per_tile": math.ceil(k_part / kernel.k_tile), "split_k": split}
+
+
+def waves_floor_s(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, latency_s: float) -> float:
+    """``ceil(items / cus)`` waves on all CUs, each at its own pace (:func:`wave_cap_per_s`: its
+    matrix work, its operands' latency, its prefetch depth), without the DRAM: the compute
+    side of a GEMM's lower bound, with no traffic model to run."""
+    g = GemmTiming(**_work_items(shape, gpu, kernel, gpu.cus), wave_reads=(0.0,), wave_tiles=(0,), stage_tiles=(),
+                   stage_bytes=(), stores_cached=True)
+    return math.ceil(g.tiles / gpu.cus) / wave_cap_per_s(g, 0, latency_s)
 
 
 def wave_stage_bytes(gemm: GemmTiming, w: int) -> dict[int, float]:

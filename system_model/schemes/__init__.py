@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..describe.config import StudyConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
-from ..kernels.gemm import library_variants
+from ..kernels.gemm import choose_kernel
 from . import cache, ficco, paper, peers, t3, triton_dist
 from .context import COLLECTIVES, SchemeResult, Sublayer
 
@@ -31,7 +31,8 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
                "ideal_rs_nmc": lambda sub, record=False: t3.ideal_rs_nmc(sub)}
 #: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
 #: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
-#: and keeps its fastest, as a fused kernel is tuned per shape.
+#: (unsplit, and split as the library would split that kernel alone) and keeps its fastest,
+#: as a fused kernel is tuned per shape.
 _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
@@ -101,7 +102,8 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEM
         run = _RUN.get(name) or _BOUNDS_RUN[name]
         if sub is None:
             sub = Sublayer(cfg, shape, tp, collective)
-            variants = library_variants(shape, cfg.kernels, sub.gpu.cus)
+            split = (choose_kernel(shape, sub.gpu, (k,)) for k in cfg.kernels)
+            variants = dict.fromkeys((*cfg.kernels, *split))
             others = [sub.with_kernel(k) for k in variants if k != sub.kernel]
         best = run(sub, record=record)
         if name not in _LIBRARY_KERNEL and best.available:

@@ -30,7 +30,15 @@ from ..engine.sharing import DRAM, GRANTS, Policy, mca_floor_grants_Bps
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import Plan, plan
 from ..kernels.custom_allreduce import CustomPlan, custom_all_gather, custom_all_reduce, custom_na_reason
-from ..kernels.gemm import GemmTiming, choose_kernel, gemm_alone_s, gemm_timing, library_variants, wave_cap_per_s
+from ..kernels.gemm import (
+    GemmTiming,
+    choose_kernel,
+    gemm_alone_s,
+    gemm_timing,
+    library_variants,
+    wave_cap_per_s,
+    waves_floor_s,
+)
 
 __all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "direct_na", "COLLECTIVES"]
 
@@ -283,10 +291,8 @@ class Sublayer:
         latency = self.dram_latency_s
         best = math.inf
         for kernel in library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False):
-            g = gemm_timing(self.shape, self.gpu, kernel, stages=1)
-            waves = math.ceil(g.tiles / self.gpu.cus)
             compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s
-            best = min(best, max(waves / wave_cap_per_s(g, 0, latency), compulsory))
+            best = min(best, max(waves_floor_s(self.shape, self.gpu, kernel, latency), compulsory))
         return best
 
     # -- collectives --------------------------------------------------------------------
