@@ -99,6 +99,8 @@ def test_max_split_k_in_a_hardware_file_and_by_name():
         data.with_changes(max_split_k=0)
     with pytest.raises(ValueError, match="split_k"):
         GemmKernelConfig(split_k=65)
+    with pytest.raises(ValueError, match="max_split_k"):
+        GemmKernelConfig(max_split_k=17)
     # A hardware file carries it, and a bad value is refused naming the field.
     text = dump_hardware(split)
     assert "max_split_k = 8" in text
@@ -109,11 +111,12 @@ def test_max_split_k_in_a_hardware_file_and_by_name():
 
 def test_the_published_points_say_the_presets_do_not_split():
     """docs/model.md: with a library that splits K, every async-TP row misses and no row
-    moves closer; unsplit, the async-TP times are within the tolerance."""
+    moves closer by more than 0.1 point; unsplit, the async-TP times are within the tolerance."""
     base = {r.name: r for r in validate()}
     split = {r.name: r for r in validate(max_split_k=16)}
     async_tp = [n for n in base if n.startswith("async-TP GEMM+RS") and n.endswith("async_tp")]
     assert len(async_tp) == 3
     assert all(base[n].within for n in async_tp)
     assert not any(split[n].within for n in async_tp)
-    assert all(abs(split[n].error) >= abs(base[n].error) - 1e-9 for n in base if split[n].within != base[n].within)
+    assert all(abs(split[n].error) >= abs(base[n].error) - 0.001 for n in base)
+    assert sum(abs(split[n].error) > abs(base[n].error) + 0.1 for n in base) >= 7

@@ -41,10 +41,12 @@ class GemmKernelConfig:
         adds and stores the tile from (the "fixup" of Stream-K, arXiv 2301.03598, and of
         cuBLASLt's split-K with its reduction in the output): a tile is complete when its
         last part ends, so a fused epilogue and T3's tracked store see one store per tile.
+        (The timeline credits a tile's output to its parts' waves in equal shares; its parts
+        are adjacent in the dispatch order, so that is within a tile of exact.)
     max_split_k : int
         The most parts the library splits K into for a GEMM whose tiles underfill the GPU
         (fewer tiles than CUs), as cuBLASLt's split-K, hipBLASLt's GlobalSplitU and Stream-K
-        (the only selection on MI350) can. The model then tries 2, 4, 8 and 16 parts up to
+        (the only selection on MI350) can, 1..16. The model then tries 2, 4, 8 and 16 parts up to
         this (:func:`system_model.kernels.gemm.split_variants`) and each GEMM runs the
         fastest. 1 (the default, and every preset's): never split. Whether a library's
         heuristics split a given skinny GEMM is not known here, and the published points
@@ -71,7 +73,7 @@ class GemmKernelConfig:
         check_range("compute_efficiency", self.compute_efficiency, 0.01, 1.0)
         check_int_range("bytes_per_element", self.bytes_per_element, 1, 8)
         check_int_range("split_k", self.split_k, 1, 64)
-        check_int_range("max_split_k", self.max_split_k, 1, 64)
+        check_int_range("max_split_k", self.max_split_k, 1, 16)
 
     def prefetch_bytes_per_cu(self, k: int) -> int:
         """Operand bytes one CU keeps in flight."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..describe.config import StudyConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
-from ..kernels.gemm import choose_kernel
+from ..kernels.gemm import library_variants
 from . import cache, ficco, paper, peers, t3, triton_dist
 from .context import COLLECTIVES, SchemeResult, Sublayer
 
@@ -31,8 +31,10 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
                "ideal_rs_nmc": lambda sub, record=False: t3.ideal_rs_nmc(sub)}
 #: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
 #: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
-#: (unsplit, and split as the library would split that kernel alone) and keeps its fastest,
-#: as a fused kernel is tuned per shape.
+#: (and each split of K the library offers) and keeps its fastest, as a fused kernel is
+#: tuned per shape. (Only the splits the library would pick for the GEMM alone is not
+#: enough: a scheme on fewer CUs, T3's or CU sharing's, may want another, and without it a
+#: faster HBM made T3 direct slower; the review's case is an example in the invariants.)
 _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
@@ -102,8 +104,7 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEM
         run = _RUN.get(name) or _BOUNDS_RUN[name]
         if sub is None:
             sub = Sublayer(cfg, shape, tp, collective)
-            split = (choose_kernel(shape, sub.gpu, (k,)) for k in cfg.kernels)
-            variants = dict.fromkeys((*cfg.kernels, *split))
+            variants = library_variants(shape, cfg.kernels, sub.gpu.cus)
             others = [sub.with_kernel(k) for k in variants if k != sub.kernel]
         best = run(sub, record=record)
         if name not in _LIBRARY_KERNEL and best.available:

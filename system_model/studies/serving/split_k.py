@@ -102,8 +102,8 @@ def main(argv=None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--max-split-k", type=int, default=SPLIT, help="the splitting library's most parts")
     args = parser.parse_args(argv)
-    if not 2 <= args.max_split_k <= 64:
-        parser.error(f"--max-split-k must be 2..64, not {args.max_split_k}")
+    if not 2 <= args.max_split_k <= 16:
+        parser.error(f"--max-split-k must be 2..16, not {args.max_split_k}")
     print(split_k_markdown(args.max_split_k), end="")
     return 0
 
