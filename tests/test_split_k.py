@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,29 @@ def test_the_published_points_say_the_presets_do_not_split():
     assert not any(split[n].within for n in async_tp)
     assert all(abs(split[n].error) >= abs(base[n].error) - 0.001 for n in base)
     assert sum(abs(split[n].error) > abs(base[n].error) + 0.1 for n in base) >= 7
+
+
+def test_the_what_if_cli_refuses_a_split_it_does_not_try():
+    from system_model.studies.serving.split_k import main
+
+    for bad in ("1", "17"):
+        with pytest.raises(SystemExit) as exc:
+            main(["--max-split-k", bad])
+        assert exc.value.code == 2
+
+
+def test_the_what_if_keeps_mi300x_serving_verdicts_and_speeds_its_decode_gemms():
+    """docs/peers.md: with a library that splits K no serving verdict changes, and MI300X's
+    decode GEMMs (Llama 3 70B, TP 8, 1 token) run in less than half the time, but no less
+    than their weights take to read; the figures docs/peers.md quotes are these."""
+    from system_model.studies.serving.split_k import verdict_changes
+    from system_model.studies.validation import transport_error
+
+    v = verdict_changes(transport_error(validate()), platforms=[PLATFORMS["mi300x"]])
+    assert v["points"] > 0 and not v["changed"]
+    assert sum(v["pairs"].values()) == v["points"]
+    unsplit, split = v["gemm_us"][("mi300x", "llama-3-70b", 8, 1)]
+    weights_us = (8192 * 1024 + 8192 * 3584) * 2 / PLATFORMS["mi300x"].gpu.dram_bytes_per_s * 1e6
+    assert weights_us <= split < unsplit / 2
+    text = " ".join((Path(__file__).parents[1] / "docs" / "peers.md").read_text().split())
+    assert f"{unsplit:.1f} us on MI300X" in text and f"runs them in {split:.1f}," in text
