@@ -232,7 +232,7 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     k_part = math.ceil(shape.k / split)
     a_panel, b_panel = kernel.tile_m * k_part * e, kernel.tile_n * k_part * e
     out_tile = kernel.tile_m * kernel.tile_n * e
-    partial = np.zeros(0)
+    partial = np.zeros(len(order) * split)
     if split > 1:
         # Each tile's parts follow one another; a panel's index names its part too.
         part = np.tile(np.arange(split), len(order))
@@ -276,7 +276,7 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
         miss = first | (distance > l2_bytes)
         return np.bincount(w[miss], minlength=waves)
     reads = misses(a_uses) * a_panel + misses(b_uses) * b_panel
-    workspace = (np.bincount(wave_of, weights=partial, minlength=waves) if split > 1 else np.zeros(waves))
+    workspace = np.bincount(wave_of, weights=partial, minlength=waves)
     stage_tiles = tuple(r * tiles_n for r in rows_per_stage)     # (tiles_n counts the parts)
     # Output bytes per stage: its tile rows' real rows of C (the last tile row may be short).
     row_end = np.minimum(np.cumsum(rows_per_stage) * kernel.tile_m, shape.m)

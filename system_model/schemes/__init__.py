@@ -32,9 +32,9 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
 #: Schemes that run the library's GEMM as it is (the kernel the library picks for the GEMM
 #: alone, or no GEMM of their own); every other scheme runs each of the library's kernels
 #: (and each split of K the library offers) and keeps its fastest, as a fused kernel is
-#: tuned per shape. (Only the splits the library would pick for the GEMM alone is not
-#: enough: a scheme on fewer CUs, T3's or CU sharing's, may want another, and without it a
-#: faster HBM made T3 direct slower; the review's case is an example in the invariants.)
+#: tuned per shape. (The split the library would pick for the GEMM alone is not enough: a
+#: scheme on fewer CUs, T3's or CU sharing's, may want another, and without it a faster HBM
+#: made T3 direct slower; the case is an example in the invariant suite.)
 _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}

@@ -35,7 +35,7 @@ def validation_changes(max_split_k: int = SPLIT) -> tuple[list[dict], dict[str, 
     """The published points whose model error moves with a splitting library (unsplit, then
     split), and each family's validated error both ways."""
     base, split = validate(), validate(max_split_k=max_split_k)
-    rows = [{"name": a.name, "unit": a.metric, "published": a.published, "unsplit": a.model, "split": b.model,
+    rows = [{"name": a.name, "metric": a.metric, "published": a.published, "unsplit": a.model, "split": b.model,
              "unsplit_error": a.error, "split_error": b.error, "unsplit_within": a.within, "split_within": b.within}
             for a, b in zip(base, split, strict=True) if abs(a.error - b.error) > 1e-6]
     return rows, transport_error(base), transport_error(split)
@@ -73,7 +73,7 @@ def split_k_markdown(max_split_k: int = SPLIT) -> str:
              "| point | published | model, unsplit | model, split | error, unsplit | error, split |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['name']} | {r['published']:.3g} {r['unit']} | {r['unsplit']:.3g} | {r['split']:.3g} | "
+        lines.append(f"| {r['name']} | {r['published']:.3g} {r['metric']} | {r['unsplit']:.3g} | {r['split']:.3g} | "
                      f"{r['unsplit_error']:+.1%}{'' if r['unsplit_within'] else ' (miss)'} | "
                      f"{r['split_error']:+.1%}{'' if r['split_within'] else ' (miss)'} |")
     moved = {k: (base_err[k], split_err[k]) for k in base_err if abs(base_err[k] - split_err[k]) > 1e-9}
