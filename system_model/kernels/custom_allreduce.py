@@ -40,9 +40,32 @@ from ..describe.transport import TransportConfig
 from ..describe.units import check_int_range
 
 __all__ = ["CUSTOM_ALGORITHMS", "CustomPlan", "custom_all_reduce", "custom_all_gather", "custom_na_reason", "barrier_s",
-           "round_trip_s"]
+           "round_trip_s", "VLLM_MAX_BYTES", "VLLM_GROUP_SIZES", "vllm_algorithm"]
 
 CUSTOM_ALGORITHMS = ("one_shot", "two_shot")
+
+#: vLLM's custom all-reduce takes tensors below 8 MiB (``CustomAllreduce(max_size=8192 * 1024)``,
+#: ``vllm/distributed/device_communicators/custom_all_reduce.py``); larger ones go to NCCL.
+VLLM_MAX_BYTES = 8 * 1024 * 1024
+#: ... on groups of these sizes (``_SUPPORTED_WORLD_SIZES``).
+VLLM_GROUP_SIZES = (2, 4, 6, 8)
+
+
+def vllm_algorithm(bytes_: float, n: int) -> str | None:
+    """The algorithm vLLM's custom all-reduce runs for a ``bytes_`` tensor on ``n`` fully
+    connected GPUs, by its fixed rule (``csrc/custom_all_reduce.cuh``, ``REDUCE_CASE``):
+    one-shot on 2 GPUs, or below 512 KiB on up to 4, or below 256 KiB on up to 8; two-shot
+    otherwise. None where vLLM does not run it (a tensor of :data:`VLLM_MAX_BYTES` or more,
+    or a group size it does not support): it calls NCCL there. The rule is by size only, the
+    same on every GPU; :func:`custom_all_reduce` takes the faster of the two instead."""
+    check_int_range("n", n, 2, 1 << 16)
+    if not bytes_ > 0:
+        raise ValueError(f"bytes must be greater than 0, not {bytes_}")
+    if n not in VLLM_GROUP_SIZES or bytes_ >= VLLM_MAX_BYTES:
+        return None
+    if n == 2 or (n <= 4 and bytes_ < 512 * 1024) or (n <= 8 and bytes_ < 256 * 1024):
+        return "one_shot"
+    return "two_shot"
 
 
 @dataclass(frozen=True)
