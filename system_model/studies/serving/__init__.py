@@ -24,6 +24,7 @@ transports (:func:`.validation.scheme_error`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ...schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
 from ..peers import DEFAULT_MODELS, SOFTWARE_SCHEMES, T3_SCHEMES, _fits, _margin
 
 __all__ = ["SERVING_TOKENS", "SERVING_TPS", "SERVING_SUBLAYERS", "SERVING_SOFTWARE", "ServingPoint", "run_serving",
-           "serving_verdicts", "prefill_layers", "serving_markdown", "write_serving"]
+           "serving_verdicts", "compare_verdicts", "prefill_layers", "serving_markdown", "write_serving"]
 
 #: Tokens per forward pass: decode (one per sequence, batch 1-256) and chunked prefill.
 SERVING_TOKENS = {"decode": (1, 2, 4, 8, 16, 32, 64, 128, 256), "chunked prefill": (512, 1024, 2048, 4096, 8192)}
@@ -124,6 +125,27 @@ def serving_verdicts(points: list[ServingPoint], errors: dict[str, float] | None
                      "gemm_us": sum(q.results[s]["sequential"].gemm_s for s in SERVING_SUBLAYERS) * 1e6,
                      "t3_over_software": ratio, "model_error": needed, "verdict": verdict})
     return rows
+
+
+def compare_verdicts(before: list[dict], after: list[dict]) -> dict:
+    """Two sets of :func:`serving_verdicts` rows of the same points: the (before, after)
+    verdict pairs, the points whose verdict changes, the largest move of T3's ratio to the
+    best software (with its point), and the number of points."""
+    def key(r):
+        return r["platform"], r["model"], r["tp"], r["tokens"]
+
+    later = {key(r): r for r in after}
+    pairs, changed, largest = Counter(), [], (0.0, None)
+    for a in before:
+        b = later[key(a)]
+        pairs[(a["verdict"], b["verdict"])] += 1
+        if a["verdict"] != b["verdict"]:
+            changed.append((key(a), a, b))
+        if a["t3_over_software"] is not None and b["t3_over_software"] is not None:
+            move = b["t3_over_software"] - a["t3_over_software"]
+            if abs(move) > abs(largest[0]):
+                largest = (move, key(a))
+    return {"pairs": pairs, "changed": changed, "largest_move": largest, "points": len(before)}
 
 
 def prefill_layers(points: list[ServingPoint], errors: dict[str, float] | None = None) -> list[dict]:

@@ -19,11 +19,10 @@ command, which takes about a minute on one core.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
 from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
 from ..validation import transport_error, validate
-from . import run_serving, serving_verdicts
+from . import compare_verdicts, run_serving, serving_verdicts
 
 __all__ = ["SPLIT", "validation_changes", "verdict_changes", "split_k_markdown", "main"]
 
@@ -46,24 +45,16 @@ def verdict_changes(errors: dict[str, float], max_split_k: int = SPLIT, platform
     against the same validated ``errors``): how many points keep their verdict, the points
     that change, and the largest move of T3's ratio to the best software."""
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
-    keyed = {}
-    for tag, ps in (("unsplit", platforms), ("split", [p.with_changes(max_split_k=max_split_k) for p in platforms])):
-        keyed[tag] = {(r["platform"], r["model"], r["tp"], r["tokens"]): r
-                      for r in serving_verdicts(run_serving(ps), errors)}
-    pairs = Counter()
-    changed, largest = [], (0.0, None)
-    for key, a in keyed["unsplit"].items():
-        b = keyed["split"][key]
-        pairs[(a["verdict"], b["verdict"])] += 1
-        if a["verdict"] != b["verdict"]:
-            changed.append((key, a, b))
-        if a["t3_over_software"] is not None and b["t3_over_software"] is not None:
-            move = b["t3_over_software"] - a["t3_over_software"]
-            if abs(move) > abs(largest[0]):
-                largest = (move, key)
-    gemm = {key: (a["gemm_us"], keyed["split"][key]["gemm_us"]) for key, a in keyed["unsplit"].items()}
-    return {"pairs": pairs, "changed": changed, "largest_move": largest, "gemm_us": gemm,
-            "points": len(keyed["unsplit"])}
+    unsplit = serving_verdicts(run_serving(platforms), errors)
+    split = serving_verdicts(run_serving([p.with_changes(max_split_k=max_split_k) for p in platforms]), errors)
+    result = compare_verdicts(unsplit, split)
+
+    def key(r):
+        return r["platform"], r["model"], r["tp"], r["tokens"]
+
+    after = {key(r): r for r in split}
+    result["gemm_us"] = {key(r): (r["gemm_us"], after[key(r)]["gemm_us"]) for r in unsplit}
+    return result
 
 
 def split_k_markdown(max_split_k: int = SPLIT) -> str:

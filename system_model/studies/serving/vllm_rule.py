@@ -23,7 +23,6 @@ written to ``sim_results/``: the figures are quoted in ``docs/peers.md`` with th
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 from dataclasses import dataclass, replace
 
 from ...describe.models import MODELS, sublayer_gemm
@@ -31,7 +30,15 @@ from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
 from ...kernels.custom_allreduce import custom_all_reduce, custom_na_reason, vllm_algorithm
 from ..peers import DEFAULT_MODELS, _fits
 from ..validation import transport_error, validate
-from . import SERVING_SUBLAYERS, SERVING_TOKENS, SERVING_TPS, ServingPoint, run_serving, serving_verdicts
+from . import (
+    SERVING_SUBLAYERS,
+    SERVING_TOKENS,
+    SERVING_TPS,
+    ServingPoint,
+    compare_verdicts,
+    run_serving,
+    serving_verdicts,
+)
 
 __all__ = ["RuleCase", "rule_cases", "rule_summary", "vllm_points", "verdict_changes", "rule_markdown", "main"]
 
@@ -123,19 +130,7 @@ def verdict_changes(cases: list[RuleCase], errors: dict[str, float] | None = Non
     points that change, and the largest move of T3's ratio to the best software."""
     errors = transport_error(validate()) if errors is None else errors
     points = run_serving(platforms)
-    keyed = {tag: {(r["platform"], r["model"], r["tp"], r["tokens"]): r for r in serving_verdicts(ps, errors)}
-             for tag, ps in (("fastest", points), ("vllm", vllm_points(points, cases)))}
-    pairs, changed, largest = Counter(), [], (0.0, None)
-    for key, a in keyed["fastest"].items():
-        b = keyed["vllm"][key]
-        pairs[(a["verdict"], b["verdict"])] += 1
-        if a["verdict"] != b["verdict"]:
-            changed.append((key, a, b))
-        if a["t3_over_software"] is not None and b["t3_over_software"] is not None:
-            move = b["t3_over_software"] - a["t3_over_software"]
-            if abs(move) > abs(largest[0]):
-                largest = (move, key)
-    return {"pairs": pairs, "changed": changed, "largest_move": largest, "points": len(keyed["fastest"])}
+    return compare_verdicts(serving_verdicts(points, errors), serving_verdicts(vllm_points(points, cases), errors))
 
 
 def rule_markdown(cases: list[RuleCase], verdicts: dict | None = None) -> str:
