@@ -92,49 +92,38 @@ def epilogue_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     remote = dict(sub.direct_demand(sub.transport.sm_link_efficiency))
     remote.update({DRAM: 1.0, GRANTS: 1.0})             # each remote store lands in a peer's memory
     engine = sub.engine("rr", record=record)
-    # The waves' remote stores leave in the order the waves end, one stream behind another:
-    # one flow at a time, and the stores of waves that end meanwhile wait and leave together
-    # next. (One flow per wave, all at once, took an arbitrating share each: with a thousand
-    # short waves the stores outweighed the GEMM a thousand to one, and the engine's work grew
-    # with the square of the waves.)
-    state = {"storing": False, "pending": 0.0, "waves": []}
+    # The waves' remote stores leave as one stream, in the order the waves end: one flow whose
+    # bytes exist as each wave ends (``produce``). (A flow per wave, all at once, took an
+    # arbitrating share each: with a thousand short waves the stores outweighed the GEMM a
+    # thousand to one, and the engine's work grew with the square of the waves.)
+    stores = Flow("remote stores", peers, remote, produced=0.0, lane="link")
+    state = {}
 
     def local_fraction(w: int) -> float:
         return wave_stage_share(gemm, w, tp - 1)
 
-    def store(e: Engine, nbytes: float, waves: list[int]) -> None:
-        state["storing"] = True
-        label = f"stores {waves[0] + 1}" + (f"-{waves[-1] + 1}" if len(waves) > 1 else "")
-        e.start(Flow(label, nbytes, remote, lane="link"), stored)
-
     def stored(e: Engine, f: Flow) -> None:
-        if state["pending"] > 0:
-            nbytes, waves = state["pending"], state["waves"]
-            state["pending"], state["waves"] = 0.0, []
-            store(e, nbytes, waves)
-        else:
-            state["storing"] = False
-            finish(e)
+        state["stored"] = True
+        finish(e)
 
     def on_wave(e: Engine, w: int) -> None:
         b = wave_bytes_before(gemm, w, tp - 1)
-        if b > 0:
-            if state["storing"]:
-                state["pending"] += b
-                state["waves"].append(w)
-            else:
-                store(e, b, [w])
+        if b > 0 and not stores.finished:
+            e.produce(stores, b)
 
     def finish(e: Engine) -> None:
-        if "gemm" in state and not state["storing"] and "reduce" not in state:
+        if "gemm" in state and "stored" in state and "reduce" not in state:
             state["reduce"] = True
             e.after(sub.signal_s + sub.latency_s,
                     lambda e2: _reduce_kernel(e2, sub, tp, lambda e3: state.__setitem__("end", e3.now)))
 
     def gemm_end(e: Engine) -> None:
         state["gemm"] = e.now
+        if not stores.finished:            # every tile exists now (the waves' sum, to rounding)
+            e.produce(stores, max(0.0, peers - stores.produced))
         finish(e)
     GemmRun(sub, gemm, local_fraction=local_fraction, on_wave=on_wave, on_end=gemm_end).start(engine)
+    engine.start(stores, stored)
     engine.run()
     return SchemeResult("triton_dist_rs", state["end"] + sub.after_rs_s, state["gemm"],
                         traffic(gemm.dram_read_bytes, gemm.output_bytes, (tp * sub.chunk, peers + sub.chunk),

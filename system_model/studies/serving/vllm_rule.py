@@ -10,8 +10,16 @@ domain takes a load-based all-reduce, TP 4 and 8, Llama 3 70B and 405B, every to
 
 * where vLLM runs its custom all-reduce, whether its rule picks the modelled faster algorithm,
   and how much slower the all-reduce is where it does not;
-* where the tensor is 8 MiB or more, vLLM calls NCCL: the study's NCCL scheme covers those
-  points, and ``custom_ar`` there is TensorRT-LLM's and PyTorch SymmetricMemory's, not vLLM's.
+* where the tensor is 8 MiB or more, or on a GPU where vLLM does not enable its custom
+  all-reduce (:data:`VLLM_CUSTOM_AR_OFF`), vLLM calls NCCL or RCCL: the study's NCCL scheme
+  covers those points, and ``custom_ar`` there is TensorRT-LLM's and PyTorch
+  SymmetricMemory's, not vLLM's.
+
+The rule is that of vLLM's custom all-reduce kernel with its own 8 MiB limit. Recent vLLM
+also turns on PyTorch's symmetric-memory all-reduce by default
+(``VLLM_ALLREDUCE_USE_SYMM_MEM``), which lowers the custom kernel's limit per GPU and group
+size (``CUSTOM_ALL_REDUCE_MAX_SIZES``) and sends the larger tensors to the symmetric-memory
+one-shot or two-shot, a load-based all-reduce that ``custom_ar`` models as it is.
 
 The model's faster pick is an upper bound on a load-based library, so the study's verdicts do
 not flatter T3 by it; this says by how much vLLM itself trails that bound, and whether any
@@ -40,7 +48,15 @@ from . import (
     serving_verdicts,
 )
 
-__all__ = ["RuleCase", "rule_cases", "rule_summary", "vllm_points", "verdict_changes", "rule_markdown", "main"]
+__all__ = ["RuleCase", "VLLM_CUSTOM_AR_OFF", "rule_cases", "rule_summary", "vllm_points", "verdict_changes",
+           "rule_markdown", "main"]
+
+#: Presets on which vLLM does not enable its custom all-reduce at all, and why: it calls
+#: NCCL or RCCL for every size there.
+VLLM_CUSTOM_AR_OFF = {
+    "mi210": "vLLM enables its custom all-reduce on ROCm only for MI300-class GPUs (gfx94x, gfx95x: "
+             "vllm/platforms/rocm.py, use_custom_allreduce); MI210 is gfx90a",
+}
 
 
 @dataclass(frozen=True)
@@ -84,7 +100,7 @@ def rule_cases(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS) -> list[R
                         nbytes = rows * cols * element
                         args = (nbytes, tp, p.fabric, p.transport, p.gpu.dram_latency_ns)
                         best = custom_all_reduce(*args)
-                        rule = vllm_algorithm(nbytes, tp)
+                        rule = None if p.name in VLLM_CUSTOM_AR_OFF else vllm_algorithm(nbytes, tp)
                         ran = None if rule is None else custom_all_reduce(*args, algorithm=rule)
                         cases.append(RuleCase(p.name, name, tp, tokens, nbytes, best.algorithm, best.time_s, rule,
                                               None if ran is None else ran.time_s))
@@ -135,9 +151,10 @@ def verdict_changes(cases: list[RuleCase], errors: dict[str, float] | None = Non
 
 def rule_markdown(cases: list[RuleCase], verdicts: dict | None = None) -> str:
     s = rule_summary(cases)
-    lines = [f"{s['cases']} serving all-reduces a load-based library can run; vLLM hands {s['nccl']} to NCCL "
-             f"(8 MiB or more) and runs {s['vllm']}, of which its rule picks the modelled faster algorithm in "
-             f"{s['agree']}.", ""]
+    off = ", ".join(VLLM_CUSTOM_AR_OFF)
+    lines = [f"{s['cases']} serving all-reduces a load-based library can run; vLLM hands {s['nccl']} to NCCL or "
+             f"RCCL (8 MiB or more, or on {off}) and runs {s['vllm']}, of which its rule picks the modelled faster "
+             f"algorithm in {s['agree']}.", ""]
     if s["missed"]:
         lines += ["| platform | model | TP | tokens | tensor (KiB) | faster (us) | vLLM's pick (us) | slower by |",
                   "|---|---|---|---|---|---|---|---|"]
