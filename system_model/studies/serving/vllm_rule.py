@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 
 from ...describe.models import MODELS, sublayer_gemm
 from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
-from ...kernels.custom_allreduce import custom_all_reduce, custom_na_reason, vllm_algorithm
+from ...kernels.custom_allreduce import custom_all_reduce, vllm_algorithm
+from ...schemes.context import Sublayer
 from ..peers import DEFAULT_MODELS, _fits
 from ..validation import transport_error, validate
 from . import (
@@ -70,7 +71,7 @@ class RuleCase:
     bytes: float
     fastest: str
     fastest_s: float
-    vllm: str | None          # None: vLLM calls NCCL for this tensor
+    vllm: str | None          # None: vLLM calls NCCL or RCCL here
     vllm_s: float | None
 
     @property
@@ -81,27 +82,29 @@ class RuleCase:
 
 def rule_cases(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS) -> list[RuleCase]:
     """Every serving all-reduce a load-based library can run (one per platform, model, TP and
-    token count: the study's OP and FC-2 reduce the same ``tokens x hidden`` tensor)."""
+    token count: the study's OP and FC-2 reduce the same ``tokens x hidden`` tensor), from the
+    study's own sublayer (its tensor and its faster load-based all-reduce)."""
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
     cases = []
     for p in platforms:
-        element = p.kernels[0].bytes_per_element
+        cfg = p.study_config()
         for name in models:
             m = MODELS[name]
             for tp in tps:
-                if not _fits(m, tp) or custom_na_reason(p.fabric, tp) is not None:
+                if not _fits(m, tp):
                     continue
                 for counts in SERVING_TOKENS.values():
                     for tokens in counts:
-                        outputs = {(g.m, g.n) for g in (sublayer_gemm(m, sub, tokens, tp) for sub in SERVING_SUBLAYERS)}
-                        if len(outputs) != 1:
-                            raise AssertionError(f"{name}: the sublayers' all-reduces differ: {outputs}")
-                        (rows, cols), = outputs
-                        nbytes = rows * cols * element
-                        args = (nbytes, tp, p.fabric, p.transport, p.gpu.dram_latency_ns)
-                        best = custom_all_reduce(*args)
+                        subs = [Sublayer(cfg, sublayer_gemm(m, s, tokens, tp), tp) for s in SERVING_SUBLAYERS]
+                        if len({sub.total for sub in subs}) != 1:
+                            raise AssertionError(f"{name}: the sublayers' all-reduces differ")
+                        best = subs[0].custom_all_reduce
+                        if best is None:           # no load-based all-reduce on this fabric at this TP
+                            continue
+                        nbytes = subs[0].total
                         rule = None if p.name in VLLM_CUSTOM_AR_OFF else vllm_algorithm(nbytes, tp)
-                        ran = None if rule is None else custom_all_reduce(*args, algorithm=rule)
+                        ran = None if rule is None else custom_all_reduce(
+                            nbytes, tp, p.fabric, p.transport, p.gpu.dram_latency_ns, algorithm=rule)
                         cases.append(RuleCase(p.name, name, tp, tokens, nbytes, best.algorithm, best.time_s, rule,
                                               None if ran is None else ran.time_s))
     return cases
