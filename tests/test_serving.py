@@ -15,7 +15,10 @@ from system_model.describe.models import GemmShape
 from system_model.describe.presets import PLATFORMS
 from system_model.kernels.collectives import plan
 from system_model.kernels.custom_allreduce import custom_all_gather, custom_all_reduce, custom_na_reason
+from system_model.kernels.gemm import gemm_alone_s, gemm_timing
+from system_model.kernels.triton_gemm import AR_GEMM_TILE, LL_GEMM_TILE, LOW_LATENCY_M, triton_ar_kernel
 from system_model.schemes import BOUNDS, SERVING_SCHEMES, evaluate
+from system_model.schemes.context import Sublayer
 from system_model.studies.serving import ServingPoint, _threshold, run_serving, serving_markdown, serving_verdicts
 
 #: Random configurations per run.
@@ -234,10 +237,34 @@ def test_triton_distributed_all_reduce_takes_its_communication_ctas():
     cfg = H100.study_config()
     r = evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("triton_dist_ar",))["triton_dist_ar"]
     assert r.bound == "ideal_ar" and r.traffic["ag_reads"] == 0.0
-    # Its GEMM runs on the SMs the 4 communication CTAs leave.
-    assert r.gemm_s >= evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("sequential",))["sequential"].gemm_s
     rs = evaluate(cfg, GemmShape(2048, 8192, 3584), 8, schemes=("triton_dist_ar",), collective="reduce_scatter")
     assert not rs["triton_dist_ar"].available and "all-reduce" in rs["triton_dist_ar"].reason
+
+
+@pytest.mark.parametrize(("m", "tile"), [(1, LL_GEMM_TILE), (256, LL_GEMM_TILE), (257, AR_GEMM_TILE),
+                                         (2048, AR_GEMM_TILE)])
+def test_triton_distributed_all_reduce_runs_its_layers_gemm(m, tile):
+    """Its NVIDIA layer's own tile for the GEMM's M, on the SMs its communication CTAs leave:
+    no faster than that kernel on every SM, and never under the GEMM's lower bound (which
+    must count the kernel, or the fused scheme could beat its own ideal)."""
+    cfg = H100.study_config()
+    # (An attention output projection at TP 8: the library's 128-row tiles give 40 tiles, the
+    # low-latency kernel's 32 x 64 up to 320, a GEMM faster than any of the library's.)
+    sub = Sublayer(cfg, GemmShape(m, 5120, 1024), 8, "all_reduce")
+    kernel = triton_ar_kernel(sub.kernel, m, cfg.peer.ll_tile_compute_efficiency)
+    assert (kernel.tile_m, kernel.tile_n, kernel.k_tile, kernel.prefetch_stages) == tile
+    assert kernel.split_k == 1 and kernel.group_rows == 1
+    r = evaluate(cfg, sub.shape, 8, schemes=("triton_dist_ar",))["triton_dist_ar"]
+    assert r.gemm_s >= gemm_alone_s(gemm_timing(sub.shape, sub.gpu, kernel, stages=1), sub.gpu) * (1 - 1e-12)
+    assert r.gemm_s >= sub.gemm_lower_bound_s * (1 - 1e-12)
+    # The assumed efficiency of the low-latency tile moves only the low-latency kernel, and
+    # a slower tile never makes the fused kernel faster.
+    slow = replace(cfg, peer=replace(cfg.peer, ll_tile_compute_efficiency=0.3))
+    r_slow = evaluate(slow, sub.shape, 8, schemes=("triton_dist_ar",))["triton_dist_ar"]
+    if m <= LOW_LATENCY_M:
+        assert r_slow.time_s >= r.time_s * (1 - 1e-12)
+    else:
+        assert r_slow.time_s == pytest.approx(r.time_s, rel=1e-12)
 
 
 @pytest.mark.parametrize(("preset", "tp", "reason"), [("t3-paper", 4, "ring"), ("h100-sxm", 16, "domain")])

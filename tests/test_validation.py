@@ -41,7 +41,7 @@ def test_every_published_point_is_in_the_table():
     """Nothing published is left out of the table (a point that misses stays)."""
     expected = (len(published.BUS_BANDWIDTHS) + len(published.COPY_BANDWIDTHS) + len(published.DMA_COLLECTIVES)
                 + len(published.SMALL_ALL_REDUCES) + len(published.FUSED_SPEEDUPS)
-                + sum(len(p.times_ms) + 1 for p in published.MLP_POINTS)
+                + sum(len(p.times_ms) + 1 for p in published.MLP_POINTS) + len(published.ATTENTION_SAVINGS)
                 + len(published.MULTIMEM_ALL_REDUCES) + len(published.OVERLAP_KERNEL_POINTS)
                 + sum(1 + ("nocomm" in p.times_ms) for p in published.TOKENWEAVE_POINTS)
                 + sum(len(g.times_ms) + (1 if g.scheme and "baseline" in g.times_ms else 0)

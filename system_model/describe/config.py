@@ -67,12 +67,18 @@ class PeerConfig:
         load-based one where every peer is one load away (the serving study: serving
         engines run their own small all-reduces and all-gathers,
         :mod:`system_model.kernels.custom_allreduce`).
+    ll_tile_compute_efficiency : float
+        Fraction of the matrix-core peak that Triton-distributed's low-latency GEMM tile
+        (32 x 64, its fused GEMM + AR at M <= 256 on NVIDIA;
+        :mod:`system_model.kernels.triton_gemm`) reaches when compute-bound: not published;
+        assumed that of the presets' library kernels (0.8).
     """
 
     launch_gap_us: float = 5.0
     groups_per_gemm: int = 8
     nccl_sms: int = 16
     all_gather: str = "library"
+    ll_tile_compute_efficiency: float = 0.8
 
     def __post_init__(self):
         if self.all_gather not in ALL_GATHERS:
@@ -80,6 +86,7 @@ class PeerConfig:
         check_range("launch_gap_us", self.launch_gap_us, 0.0, 1e4)
         check_int_range("groups_per_gemm", self.groups_per_gemm, 1, 4096)
         check_int_range("nccl_sms", self.nccl_sms, 1, 1024)
+        check_range("ll_tile_compute_efficiency", self.ll_tile_compute_efficiency, 0.01, 1.0)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from ..kernels.gemm import (
     wave_cap_per_s,
     waves_floor_s,
 )
+from ..kernels.triton_gemm import triton_ar_kernel
 
 __all__ = ["SchemeResult", "Sublayer", "GemmRun", "start_collective", "na", "direct_na", "COLLECTIVES"]
 
@@ -286,11 +287,15 @@ class Sublayer:
         the GEMM alone (:attr:`gemm_alone_s`) is not a bound for every scheme. For the same
         reason, where the library splits K the waves are counted for every split it offers,
         whether this GEMM's tiles underfill the GPU or not: the smaller GEMMs of such a
-        schedule may be split each."""
+        schedule may be split each. The peers' own kernels count with the library's
+        (Triton-distributed's GEMM + AR, :mod:`~system_model.kernels.triton_gemm`)."""
         e_in = self.shape.k * (self.shape.m + self.shape.n)
         latency = self.dram_latency_s
         best = math.inf
-        for kernel in library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False):
+        kernels = library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False)
+        if self.transport.library != "rccl":        # Triton-distributed's own GEMM + AR kernel
+            kernels = (*kernels, triton_ar_kernel(self.kernel, self.shape.m, self.cfg.peer.ll_tile_compute_efficiency))
+        for kernel in kernels:
             compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s
             best = min(best, max(waves_floor_s(self.shape, self.gpu, kernel, latency), compulsory))
         return best

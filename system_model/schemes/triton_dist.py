@@ -15,15 +15,17 @@ What the kernels do, as their sources state it (``python/triton_dist/kernels/nvi
   buffer from the GEMM's epilogue (no copy engine, no fallback), then reduces after a
   barrier.
 * ``triton_dist_ar`` (the fused GEMM + AR of its ``gemm_ar`` layer): the GEMM runs on all SMs
-  but the communication CTAs (16 when M <= 256, the "low-latency" kernel; 4 otherwise); each
-  output tile's flag is raised on every rank when it is stored; the communication CTAs wait
-  for a tile's flags from every rank and all-reduce it in place: on a node whose switch
-  reduces, a two-shot NVLS all-reduce (``multimem.ld_reduce``, then ``multimem.st``); on
-  NVIDIA GPUs without it, its automatic choice ``Consumer_Load``: every rank loads every
-  tile from every peer (a one-shot), after two NVSHMEM barriers; on AMD its own kernel, on
-  32 CTAs, where each tile's owner loads it from every rank and stores the sum to every
-  rank (a two-shot). There is no all-gather after. The 16/4 rule is keyed in its layers on
-  the largest M the layer was built for; here on the GEMM's own M (a layer built for it).
+  but the communication CTAs (16 when M <= 256, the "low-latency" kernel; 4 otherwise), on
+  NVIDIA in its layer's own tile (:mod:`system_model.kernels.triton_gemm`; on AMD, whose
+  kernel is autotuned, the library's); each output tile's flag is raised on every rank when
+  it is stored; the communication CTAs wait for a tile's flags from every rank and
+  all-reduce it in place: on a node whose switch reduces, a two-shot NVLS all-reduce
+  (``multimem.ld_reduce``, then ``multimem.st``); on NVIDIA GPUs without it, its automatic
+  choice ``Consumer_Load``: every rank loads every tile from every peer (a one-shot), after
+  two NVSHMEM barriers; on AMD its own kernel, on 32 CTAs, where each tile's owner loads it
+  from every rank and stores the sum to every rank (a two-shot). There is no all-gather
+  after. The 16/4 rule and the tile are keyed in its layers on the largest M the layer was
+  built for; here on the GEMM's own M (a layer built for it).
 
 Both need every peer one hop away, inside one NVLink or xGMI domain (``direct_na``).
 
@@ -40,16 +42,12 @@ from __future__ import annotations
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
+from ..kernels.triton_gemm import LOW_LATENCY_M, triton_ar_kernel
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .peers import _reduce_kernel
 
 __all__ = ["triton_dist_rs", "fallback_rs", "overlap_rs", "epilogue_rs", "triton_dist_ar", "ar_ctas",
            "SMALL_GEMM_FLOPS"]
-
-#: M at or below which its GEMM + AR runs the low-latency kernel with 16 communication CTAs
-#: (``gemm_allreduce.py``: ``num_comm_sms = 16 if M <= 256 else 4``).
-LOW_LATENCY_M = 256
-
 
 #: Below this many FLOPs of the rank's GEMM its GEMM + RS runs cuBLAS then NCCL instead
 #: (``gemm_reduce_scatter.py``: ``_SMALL_GEMM_FLOPS_THRESHOLD = 1e11``, "fall back to cuBLAS +
@@ -237,7 +235,10 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         rs, ag = (n * sub.total, sub.total), (0.0, 0.0)
         tail_s = 2 * sub.latency_s + sub.dram_latency_s
         start_s = 2 * sub.signal_s
-    gemm = sub.gemm(cus=sub.gpu.cus - ctas)
+    # AMD's kernel is autotuned over its configs: the library's kernel stands for its pick.
+    kernel = sub.kernel if amd else triton_ar_kernel(sub.kernel, sub.shape.m,
+                                                     sub.cfg.peer.ll_tile_compute_efficiency)
+    gemm = sub.with_kernel(kernel).gemm(cus=sub.gpu.cus - ctas)
     engine = sub.engine("rr", record=record)
     ar = Flow("all-reduce", moved, demand, cap=rate, produced=0.0, lane="link")
     state = {}

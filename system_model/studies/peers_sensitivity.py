@@ -29,6 +29,10 @@ PEER_ASSUMPTIONS = (
     ("groups_per_gemm", "peer", "FlashOverlap's tune/search.py keeps the fastest partition of the GEMM's waves "
                                 "into groups; the model tries 1 to 8 even groups of whole waves"),
     ("nccl_sms", "peer", "NCCL's default ring channels on NVLink (16); FlashOverlap's tuner assumes 2"),
+    ("ll_tile_compute_efficiency", "peer", "assumed: the library kernels' 0.8 for Triton-distributed's 32 x 64 "
+                                           "tile (its fused GEMM + AR at M <= 256 only, which this sample never "
+                                           "runs; its serving verdicts: python -m system_model.studies.serving."
+                                           "ll_tile)"),
     ("link_latency_ns", "fabric", "assumed 1 us; DeepSeek (ISCA'25, Table 5) measures 3.33 us on H800 NVLink, "
                                   "method not stated"),
     ("scale_out_latency_ns", "fabric", "DeepSeek (ISCA'25, Table 5): InfiniBand 2.8-3.7 us"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 __all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective", "SmallAllReduce",
            "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "SMALL_ALL_REDUCES", "GiB", "MiB",
-           "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS",
+           "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS", "AttentionSaving", "ATTENTION_SAVINGS",
            "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES",
            "OverlapKernelPoint", "OVERLAP_KERNEL_POINTS"]
 
@@ -342,6 +342,49 @@ MLP_POINTS: tuple[MlpPoint, ...] = (
              "triton_dist_ar", {"baseline": 0.6587, "triton_dist_ar": 0.4930}, _TD_E2E,
              "| MLP | M=2048 | 0.6587 | 0.4930 | 1.34x |"),
 )
+
+
+
+@dataclass(frozen=True)
+class AttentionSaving:
+    """The time a fused GEMM + all-reduce saves in a tensor-parallel attention block, timed
+    whole against the same block with cuBLAS then the library's all-reduce.
+
+    Both blocks run the same QKV projection, q/k norms, rotary embedding, KV-cache update and
+    flash attention (Triton-distributed's ``TP_Attn.torch_fwd`` and
+    ``dist_triton_gemm_ar_fwd`` differ only in the output projection and its all-reduce), so
+    the difference of the two published times is the output projection's
+    (``m x hidden x heads * head_dim / tp``) cuBLAS GEMM + all-reduce less the fused kernel:
+    what the model can be held to without a model of the shared kernels."""
+
+    name: str
+    platform: str
+    tp: int
+    shape: tuple[int, int, int]
+    scheme: str
+    times_ms: dict[str, float]
+    source: str
+    quote: str
+
+    @property
+    def saving_us(self) -> float:
+        return (self.times_ms["baseline"] - self.times_ms[self.scheme]) * 1e3
+
+
+_TD_ATTN = (_TD_E2E + "; attention: Qwen3-32B 64 heads, Seed-OSS-36B 80 heads, head_dim 128, so the output "
+            "projection's K is heads x 128 / 8; prefill bsz 1 x ctx 128 and decode bsz 128 (one token each) are "
+            "M 128 (the table's parameters; the doc's gemm_ar prefill command reads --bsz 8)")
+
+#: Written with :data:`TOLERANCE` before the model was run on them.
+ATTENTION_SAVINGS: tuple[AttentionSaving, ...] = tuple(
+    AttentionSaving(f"Triton-distributed GEMM+AR attention, {model}, 8 x H800, {phase} M 128", "h800-sxm", 8,
+                    (128, 5120, heads * 128 // 8), "triton_dist_ar", {"baseline": base, "triton_dist_ar": fused},
+                    _TD_ATTN, quote)
+    for model, heads, phase, base, fused, quote in (
+        ("Qwen3-32B", 64, "prefill", 0.1292, 0.0900, "| **Attn Prefill** | `bsz=1, ctx=128` | 0.1292 | 0.0900 |"),
+        ("Qwen3-32B", 64, "decode", 0.1435, 0.1036, "| **Attn Decode** | `bsz=128, ctx=128` | 0.1435 | 0.1036 |"),
+        ("Seed-OSS-36B", 80, "prefill", 0.1274, 0.0862, "| **Attn Prefill** | `bsz=1, ctx=128` | 0.1274 | 0.0862 |"),
+        ("Seed-OSS-36B", 80, "decode", 0.1367, 0.0981, "| **Attn Decode** | `bsz=128, ctx=128` | 0.1367 | 0.0981 |")))
 
 
 _TW_FIG4 = ("microsoft/tokenweave artifact/csvs/figure_4.csv: PyTorch-derived multimem all-reduce on 8 x H100 DGX, "

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ...describe.config import PeerConfig
 from ...describe.models import MODELS, WorkloadConfig, sublayer_gemm
 from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS, Platform
 from ...schemes import SCHEME_LABELS, SERVING_SCHEMES, SchemeResult, evaluate
@@ -75,14 +76,16 @@ class ServingPoint:
         return s, t
 
 
-def run_serving(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS, *, dram_model: str = "fluid"
-                ) -> list[ServingPoint]:
-    """Every serving scheme at every (platform, model, TP, token count) whose TP divides the model."""
+def run_serving(platforms=None, models=DEFAULT_MODELS, tps=SERVING_TPS, *, dram_model: str = "fluid",
+                peer: PeerConfig | None = None) -> list[ServingPoint]:
+    """Every serving scheme at every (platform, model, TP, token count) whose TP divides the
+    model; ``peer``: the peers' assumed values (default :class:`PeerConfig`'s), with the
+    fastest all-gather whatever it says (serving engines run their own)."""
     platforms = [PLATFORMS[n] for n in DEFAULT_PLATFORMS] if platforms is None else list(platforms)
+    peer = replace(PeerConfig() if peer is None else peer, all_gather="fastest")
     points = []
     for p in platforms:
-        cfg = p.study_config(WorkloadConfig(), dram_model=dram_model)
-        cfg = replace(cfg, peer=replace(cfg.peer, all_gather="fastest"))
+        cfg = replace(p.study_config(WorkloadConfig(), dram_model=dram_model), peer=peer)
         for name in models:
             m = MODELS[name]
             for tp in tps:
@@ -213,7 +216,10 @@ def serving_markdown(points: list[ServingPoint], errors: dict[str, float] | None
              "`peers.md`; every scheme that hides only the reduce-scatter runs the fastest all-gather after it. "
              "T3 runs with the trigger and DMA start latencies of the RTL (`make characterize`).", "",
              "A point names a winner only where the margin exceeds the validated error of both schemes' "
-             "transports (`peers_validation.md`).", "",
+             "transports (`peers_validation.md`). Up to 256 tokens on NVIDIA, Triton-distributed's fused "
+             "all-reduce runs its layer's 32 x 64 GEMM tile, whose speed is assumed "
+             "(`PeerConfig.ll_tile_compute_efficiency`): `python -m system_model.studies.serving.ll_tile` lists "
+             "the verdicts that move with it.", "",
              "## Where T3 wins, per platform", "",
              "| platform | model | TP | T3 wins beyond model error | best software at 1 token | at 256 | at 8,192 |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
