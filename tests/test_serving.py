@@ -281,6 +281,31 @@ def test_tokenweave_splits_from_1024_tokens_into_256_rounded_halves():
     from system_model.studies.serving.tokenweave import split_tokens
 
     assert split_tokens(1024) == (512, 512) and split_tokens(1000) == (512, 488) and split_tokens(1300) == (768, 532)
+    assert split_tokens(8192, 256) == (4352, 3840)
+    with pytest.raises(ValueError, match="offset must leave tokens in both halves"):
+        split_tokens(1024, 512)
+
+
+def test_tokenweave_takes_the_nearest_row_of_its_table():
+    """Its runner looks its table up at the token count nearest the batch's (``closest_len``);
+    a model it has no table for runs the default; the prefill figures ran their own table."""
+    from system_model.studies.serving.tokenweave import (
+        DEFAULT_CONFIG,
+        PREFILL_FIGURE_CONFIGS,
+        SHIPPED_CONFIGS,
+        TokenWeaveConfig,
+        tokenweave_config,
+    )
+
+    table = SHIPPED_CONFIGS[("llama-3-70b", 8)]
+    assert tokenweave_config("llama-3-70b", 8, 8192) == table[8192] == TokenWeaveConfig(8, 4, 256)
+    assert tokenweave_config("llama-3-70b", 8, 6000) == table[4096]      # 4096 is nearer than 8192
+    assert tokenweave_config("llama-3-70b", 8, 6144) == table[4096]      # a tie: the smaller, as min() keeps
+    assert tokenweave_config("llama-3-70b", 8, 100) == table[1024]
+    assert tokenweave_config("llama-3-405b", 8, 8192) == DEFAULT_CONFIG
+    assert tokenweave_config("llama-3-70b", 8, 1024, PREFILL_FIGURE_CONFIGS) == TokenWeaveConfig(4, 2, 0)
+    with pytest.raises(ValueError, match="mlp_ctas"):
+        TokenWeaveConfig(4, 0, 0)
 
 
 def test_tokenweave_layer_is_between_no_communication_and_its_parts():
@@ -288,7 +313,13 @@ def test_tokenweave_layer_is_between_no_communication_and_its_parts():
     every overlapped pair costs at least its longer member, so the layer is never faster than
     the halves' compute alone on the SMs its kernel leaves, nor than their all-reduces alone."""
     from system_model.describe.models import MODELS
-    from system_model.studies.serving.tokenweave import multimem_all_reduce_s, split_tokens, tokenweave_layer
+    from system_model.studies.serving.tokenweave import (
+        TokenWeaveConfig,
+        multimem_all_reduce_s,
+        split_tokens,
+        tokenweave_config,
+        tokenweave_layer,
+    )
 
     cfg = H100.study_config()
     m = MODELS["llama-3-70b"]
@@ -298,11 +329,32 @@ def test_tokenweave_layer_is_between_no_communication_and_its_parts():
     assert small.nocomm_s < small.tokenweave_s < small.baseline_s
     for tokens in (1024, 4096, 16384):
         layer = tokenweave_layer(cfg, m, tokens, 8)
-        ars = sum(2 * multimem_all_reduce_s(t * m.hidden * 2, 8, cfg) for t in split_tokens(tokens))
+        offset = tokenweave_config(m.name, 8, tokens).split_offset_tokens
+        ars = sum(2 * multimem_all_reduce_s(t * m.hidden * 2, 8, cfg) for t in split_tokens(tokens, offset))
         assert layer.tokenweave_s >= ars
         assert layer.baseline_s > layer.nocomm_s
         # More CTAs for its kernel leave fewer SMs to the compute it hides behind.
-        assert tokenweave_layer(cfg, m, tokens, 8, ctas=16).tokenweave_s >= layer.tokenweave_s
+        base = tokenweave_config(m.name, 8, tokens)
+        for more in (TokenWeaveConfig(16, base.mlp_ctas, base.split_offset_tokens),
+                     TokenWeaveConfig(base.attention_ctas, 16, base.split_offset_tokens)):
+            assert tokenweave_layer(cfg, m, tokens, 8, config=more).tokenweave_s >= layer.tokenweave_s
+
+
+def test_tokenweave_fused_kernel_on_few_ctas_keeps_its_own_pace():
+    """Never faster than the multimem all-reduce; slower on fewer CTAs, never faster; on 2
+    CTAs at 32K tokens the pace its figure 10 measured (the value's source)."""
+    from system_model.studies.serving.tokenweave import fused_all_reduce_s, multimem_all_reduce_s
+
+    cfg = H100.study_config()
+    for tokens in (64, 1024, 8192, 32768):
+        nbytes = tokens * 8192 * 2
+        times = [fused_all_reduce_s(nbytes, 8, c, cfg) for c in (1, 2, 4, 8, 16, 64)]
+        assert all(t >= multimem_all_reduce_s(nbytes, 8, cfg) for t in times)
+        assert all(a >= b for a, b in zip(times, times[1:], strict=False))
+        assert times[-1] == multimem_all_reduce_s(nbytes, 8, cfg)
+    assert fused_all_reduce_s(32768 * 8192 * 2, 8, 2, cfg) * 1e6 == pytest.approx(6240.8, rel=1e-3)
+    with pytest.raises(ValueError, match="ctas"):
+        fused_all_reduce_s(1 << 20, 8, 0, cfg)
 
 
 def test_multimem_needs_a_reducing_switch():

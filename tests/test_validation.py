@@ -43,6 +43,7 @@ def test_every_published_point_is_in_the_table():
                 + len(published.SMALL_ALL_REDUCES) + len(published.FUSED_SPEEDUPS)
                 + sum(len(p.times_ms) + 1 for p in published.MLP_POINTS) + len(published.ATTENTION_SAVINGS)
                 + len(published.MULTIMEM_ALL_REDUCES) + len(published.OVERLAP_KERNEL_POINTS)
+                + len(published.FUSED_NORM_ALL_REDUCES)
                 + sum(1 + ("nocomm" in p.times_ms) for p in published.TOKENWEAVE_POINTS)
                 + sum(len(g.times_ms) + (1 if g.scheme and "baseline" in g.times_ms else 0)
                       for g in published.GEMM_COLLECTIVES) + 1)          # + the CU-sharing slowdown

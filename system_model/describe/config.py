@@ -72,6 +72,12 @@ class PeerConfig:
         (32 x 64, its fused GEMM + AR at M <= 256 on NVIDIA;
         :mod:`system_model.kernels.triton_gemm`) reaches when compute-bound: not published;
         assumed that of the presets' library kernels (0.8).
+    tokenweave_slice_GBps_per_cta : float
+        GB/s of its GPU's slice of the tensor that one CTA of TokenWeave's fused all-reduce +
+        add + RMSNorm kernel works through (``multimem.ld_reduce``, the add and the norm,
+        ``multimem.st``), below the CTA count at which the switch's rate binds: its
+        figure_10.csv, 2 CTAs, 32K tokens of 8,192 bf16 on 8 x H100 (a 64 MiB slice in
+        6,240.8 us); taken for every platform.
     """
 
     launch_gap_us: float = 5.0
@@ -79,6 +85,7 @@ class PeerConfig:
     nccl_sms: int = 16
     all_gather: str = "library"
     ll_tile_compute_efficiency: float = 0.8
+    tokenweave_slice_GBps_per_cta: float = 5.38
 
     def __post_init__(self):
         if self.all_gather not in ALL_GATHERS:
@@ -87,6 +94,7 @@ class PeerConfig:
         check_int_range("groups_per_gemm", self.groups_per_gemm, 1, 4096)
         check_int_range("nccl_sms", self.nccl_sms, 1, 1024)
         check_range("ll_tile_compute_efficiency", self.ll_tile_compute_efficiency, 0.01, 1.0)
+        check_range("tokenweave_slice_GBps_per_cta", self.tokenweave_slice_GBps_per_cta, 0.01, 1e4)
 
 
 @dataclass(frozen=True)

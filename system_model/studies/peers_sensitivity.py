@@ -33,6 +33,8 @@ PEER_ASSUMPTIONS = (
                                            "tile (its fused GEMM + AR at M <= 256 only, which this sample never "
                                            "runs; its serving verdicts: python -m system_model.studies.serving."
                                            "ll_tile)"),
+    ("tokenweave_slice_GBps_per_cta", "peer", "TokenWeave's figure_10.csv: its fused kernel on 2 CTAs, 32K tokens, "
+                                              "8 x H100 (serving's prefill layers only; this sample never runs it)"),
     ("link_latency_ns", "fabric", "assumed 1 us; DeepSeek (ISCA'25, Table 5) measures 3.33 us on H800 NVLink, "
                                   "method not stated"),
     ("scale_out_latency_ns", "fabric", "DeepSeek (ISCA'25, Table 5): InfiniBand 2.8-3.7 us"),

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 __all__ = ["TOLERANCE", "BusBandwidth", "CopyBandwidth", "GemmCollective", "DmaCollective", "SmallAllReduce",
            "BUS_BANDWIDTHS", "COPY_BANDWIDTHS", "GEMM_COLLECTIVES", "DMA_COLLECTIVES", "SMALL_ALL_REDUCES", "GiB", "MiB",
            "KiB", "FusedSpeedup", "FUSED_SPEEDUPS", "MlpPoint", "MLP_POINTS", "AttentionSaving", "ATTENTION_SAVINGS",
-           "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES",
+           "TokenWeavePoint", "TOKENWEAVE_POINTS", "MULTIMEM_ALL_REDUCES", "FusedNormAllReduce",
+           "FUSED_NORM_ALL_REDUCES",
            "OverlapKernelPoint", "OVERLAP_KERNEL_POINTS"]
 
 #: Relative error allowed on every time, bus bandwidth and speedup below (issue #25:
@@ -396,6 +397,37 @@ MULTIMEM_ALL_REDUCES: tuple[SmallAllReduce, ...] = tuple(
                    f"{tokens} tokens: multimem {us} us")
     for tokens, us in ((64, 16.5), (128, 20.2), (256, 28.1), (512, 43.7), (1024, 74.8), (2048, 135.9),
                        (4096, 257.2), (8192, 500.2), (16384, 986.0), (32768, 1956.6)))
+
+
+_TW_FIG10 = ("microsoft/tokenweave artifact/csvs/figure_10.csv: its fused all-reduce + add + RMSNorm kernel on a "
+             "given number of CTAs, 8 x H100 DGX, bf16, hidden 8192, eager, L2 flushed, median of 100")
+
+
+@dataclass(frozen=True)
+class FusedNormAllReduce:
+    """TokenWeave's fused all-reduce + residual add + RMSNorm kernel of ``tokens`` rows of
+    ``hidden`` bf16 on ``ctas`` CTAs (its figure 10)."""
+
+    platform: str
+    gpus: int
+    tokens: int
+    hidden: int
+    ctas: int
+    time_us: float
+    source: str
+    quote: str
+
+    @property
+    def message_bytes(self) -> int:
+        return self.tokens * self.hidden * 2
+
+
+#: Written with :data:`TOLERANCE` before the model was run on them. (The 2-CTA column sets
+#: ``PeerConfig.tokenweave_slice_GBps_per_cta`` and is not a point.)
+FUSED_NORM_ALL_REDUCES: tuple[FusedNormAllReduce, ...] = tuple(
+    FusedNormAllReduce("h100-sxm", 8, tokens, 8192, ctas, us, _TW_FIG10, f"{tokens} tokens, {ctas} CTAs: {us} us")
+    for tokens, ctas, us in ((1024, 4, 128.0), (8192, 4, 913.8), (32768, 4, 3558.4),
+                             (1024, 8, 86.6), (8192, 8, 561.7), (32768, 8, 2184.0)))
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,20 @@ What its code does (``vllm/model_executor/models/tokenweave_utils.py``,
 ``csrc/tokenweave_fused_kernels.cu``, ``docs/AddTokenWeave.md``):
 
 * from 1,024 tokens (``is_tokenweave = num_tokens >= 1024``) the batch is split at
-  ``round_up(tokens, 256) / 2`` (plus a per-model offset of 0, 128 or 256 tokens, taken
-  here as 0);
+  ``round_up(tokens, 256) / 2`` plus a per-model offset (0 or 256 tokens for Llama 3 70B);
+* the offset and the CTAs of its fused kernel after the attention blocks and after the MLP
+  blocks come from a per-model, per-TP table, looked up at the token count nearest the
+  batch's (``llama.py``: ``closest_len``; :data:`SHIPPED_CONFIGS`, and the tables its prefill
+  figures ran, :data:`PREFILL_FIGURE_CONFIGS`); a model it has no table for is taken at
+  :data:`DEFAULT_CONFIG`;
 * each half's attention block and MLP block run in turn; the fused all-reduce + add +
   RMSNorm of one half runs on a high-priority stream on 2 to 8 CTAs while the other half's
   next block computes: ``A1; [AR(A1) | A2]; [AR(A2) | M1]; [AR(M1) | M2]; [AR(M2) | next A1]``;
 * the fused kernel is a multimem all-reduce (``multimem.ld_reduce`` then ``multimem.st``)
   that adds the residual and normalises on the way: its own measurements put it within 1%
-  of the multimem all-reduce alone from 1K tokens, so the add and RMSNorm are free;
+  of the multimem all-reduce alone from 1K tokens at its best CTA count, so the add and
+  RMSNorm are free; on the 2 to 8 CTAs it overlaps with, it is slower (its figure 10: 3.1x,
+  1.7x and 1.1x the 16-CTA time on 2, 4 and 8 CTAs at 32K tokens);
 * below 1,024 tokens it does not split and runs the fused kernel after each block.
 
 Its baseline (``vllm-Multimem``) is vLLM with PyTorch's multimem all-reduce on 8 CTAs, then
@@ -26,9 +32,11 @@ The model, per layer in steady state (nothing fitted):
 * a block's time at ``t`` tokens is the sum of its ops alone (:func:`.layer.op_time_s`; the
   sublayer GEMMs as the library's GEMM alone);
 * a block that overlaps an all-reduce runs on the SMs the fused kernel leaves, its time
-  scaled by ``cus / (cus - ctas)``;
+  scaled by ``cus / (cus - ctas)``: the attention blocks beside kernels of the attention
+  CTAs, the MLP blocks beside kernels of the MLP CTAs (``tokenweave_overlap``);
 * each overlapped pair costs the longer of the two;
-* the multimem all-reduce alone is :func:`multimem_all_reduce_s`.
+* the multimem all-reduce alone is :func:`multimem_all_reduce_s`; its fused kernel on few
+  CTAs runs at the CTAs' own pace where that is slower (:func:`fused_all_reduce_s`).
 """
 
 from __future__ import annotations
@@ -37,18 +45,71 @@ from dataclasses import dataclass
 
 from ...describe.config import StudyConfig
 from ...describe.models import TransformerModel
+from ...describe.units import check_int_range
 from ...kernels.collectives import plan
 from ...kernels.custom_allreduce import barrier_s
 from ..layer import layer_ops, op_time_s
 
-__all__ = ["TOKENWEAVE_MIN_TOKENS", "TOKENWEAVE_CTAS", "multimem_all_reduce_s", "TokenWeaveLayer", "tokenweave_layer",
-           "split_tokens"]
+__all__ = ["TOKENWEAVE_MIN_TOKENS", "TokenWeaveConfig", "DEFAULT_CONFIG", "SHIPPED_CONFIGS",
+           "PREFILL_FIGURE_CONFIGS", "tokenweave_config", "multimem_all_reduce_s", "TokenWeaveLayer",
+           "tokenweave_layer", "split_tokens", "fused_all_reduce_s", "FUSE_ONLY_CTAS"]
 
 #: Tokens from which it splits the batch (``is_tokenweave = num_tokens >= 1024``).
 TOKENWEAVE_MIN_TOKENS = 1024
-#: CTAs of its fused kernel while it overlaps (its 8 x H100 configurations use 4 or 8; 4 is
-#: within 3% of the multimem all-reduce's best CTA count, its figure_7.csv).
-TOKENWEAVE_CTAS = 4
+#: CTAs of its fused kernel below that, where it only fuses (``llama.py``: ``MAX_CTAS_ATTN``
+#: and ``MAX_CTAS_MLP`` keep their default of 16 unless a table row is loaded, from 1,024).
+FUSE_ONLY_CTAS = 16
+
+
+@dataclass(frozen=True)
+class TokenWeaveConfig:
+    """One row of its configuration: the CTAs of its fused all-reduce + add + RMSNorm kernel
+    after the attention blocks and after the MLP blocks, and the split's offset."""
+
+    attention_ctas: int
+    mlp_ctas: int
+    split_offset_tokens: int = 0
+
+    def __post_init__(self):
+        check_int_range("attention_ctas", self.attention_ctas, 1, 1024)
+        check_int_range("mlp_ctas", self.mlp_ctas, 1, 1024)
+        check_int_range("split_offset_tokens", self.split_offset_tokens, 0, 1 << 20)
+
+
+#: Where it has no table: 4 CTAs (its tables use 2 to 8; 4 is within 3% of the multimem
+#: all-reduce's best CTA count, its figure_7.csv) and no offset.
+DEFAULT_CONFIG = TokenWeaveConfig(4, 4, 0)
+
+
+def _table(rows) -> dict[int, TokenWeaveConfig]:
+    return {tokens: TokenWeaveConfig(*row) for tokens, *row in rows}
+
+
+#: What it ships (``vllm/tokenweave_configs/llama_config_{8,4}.json``, commit f483d1c):
+#: Llama-3.3-70B, Llama 3 70B's architecture; (tokens, attention CTAs, MLP CTAs, offset).
+SHIPPED_CONFIGS: dict[tuple[str, int], dict[int, TokenWeaveConfig]] = {
+    ("llama-3-70b", 8): _table(((1024, 4, 4, 0), (2048, 8, 8, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
+                                (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
+    ("llama-3-70b", 4): _table(((1024, 8, 8, 0), (2048, 8, 8, 0), (4096, 8, 8, 0), (8192, 8, 4, 0),
+                                (16384, 8, 4, 256), (32768, 4, 8, 0), (65536, 4, 2, 0))),
+}
+#: What its prefill figures ran (``artifact/figure_2_11/prefill_configs/llama_config_{8,4}.json``,
+#: copied over the shipped tables by its ``run.sh``): the validation points' configuration.
+PREFILL_FIGURE_CONFIGS: dict[tuple[str, int], dict[int, TokenWeaveConfig]] = {
+    ("llama-3-70b", 8): _table(((1024, 4, 2, 0), (2048, 4, 4, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
+                                (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
+    ("llama-3-70b", 4): SHIPPED_CONFIGS[("llama-3-70b", 4)],
+}
+
+
+def tokenweave_config(model: str, tp: int, tokens: int, tables=None) -> TokenWeaveConfig:
+    """Its configuration for ``tokens`` of ``model`` at ``tp``: the row of the nearest token
+    count in ``tables`` (default :data:`SHIPPED_CONFIGS`; on a tie the smaller, as Python's
+    ``min`` over its keys in order), or :data:`DEFAULT_CONFIG` where it has none."""
+    table = (SHIPPED_CONFIGS if tables is None else tables).get((model, tp))
+    if not table:
+        return DEFAULT_CONFIG
+    return table[min(table, key=lambda k: abs(k - tokens))]
 
 
 def multimem_all_reduce_s(nbytes: float, n: int, cfg: StudyConfig) -> float:
@@ -65,9 +126,21 @@ def multimem_all_reduce_s(nbytes: float, n: int, cfg: StudyConfig) -> float:
     return latency + p.transfer_s
 
 
-def split_tokens(tokens: int) -> tuple[int, int]:
-    """The two halves TokenWeave runs (offset 0)."""
-    first = ((tokens + 255) // 256 * 256) // 2
+def fused_all_reduce_s(nbytes: float, n: int, ctas: int, cfg: StudyConfig) -> float:
+    """Its fused all-reduce + add + RMSNorm kernel of an ``nbytes`` tensor on ``ctas`` CTAs:
+    the multimem all-reduce, or, on few CTAs, the CTAs' own pace through this GPU's slice
+    (``peer.tokenweave_slice_GBps_per_cta``), whichever is longer. Its figure 10 has the
+    kernel 1.7x slower on 4 CTAs than on 16, where the all-reduce alone is within 3%."""
+    check_int_range("ctas", ctas, 1, 1 << 16)
+    pace = nbytes / n / (ctas * cfg.peer.tokenweave_slice_GBps_per_cta * 1e9)
+    return max(multimem_all_reduce_s(nbytes, n, cfg), pace)
+
+
+def split_tokens(tokens: int, offset: int = 0) -> tuple[int, int]:
+    """The two halves TokenWeave runs: ``round_up(tokens, 256) / 2 + offset`` tokens first."""
+    first = ((tokens + 255) // 256 * 256) // 2 + offset
+    if not 0 < first < tokens:
+        raise ValueError(f"offset must leave tokens in both halves of {tokens}, not {offset}")
     return first, tokens - first
 
 
@@ -128,8 +201,10 @@ def _op_s(op, cfg: StudyConfig) -> float:
 
 
 def tokenweave_layer(cfg: StudyConfig, m: TransformerModel, tokens: int, tp: int, *,
-                     ctas: int = TOKENWEAVE_CTAS) -> TokenWeaveLayer:
-    """One layer of a single prompt of ``tokens`` (attention over the prompt itself)."""
+                     config: TokenWeaveConfig | None = None) -> TokenWeaveLayer:
+    """One layer of a single prompt of ``tokens`` (attention over the prompt itself), with
+    ``config`` (default: :func:`tokenweave_config`'s, the shipped tables)."""
+    config = tokenweave_config(m.name, tp, tokens) if config is None else config
     e = cfg.kernel.bytes_per_element
     attention, mlp, attention_norm, mlp_norm = _blocks(m, tokens, tp, cfg)
     ar = multimem_all_reduce_s(tokens * m.hidden * e, tp, cfg)
@@ -137,14 +212,24 @@ def tokenweave_layer(cfg: StudyConfig, m: TransformerModel, tokens: int, tp: int
     baseline = nocomm + 2 * ar
     if tokens < TOKENWEAVE_MIN_TOKENS:
         # No split: the fused kernel after each block, the add and RMSNorm inside it.
-        return TokenWeaveLayer(tokens, baseline, nocomm, attention + mlp + 2 * ar)
+        fused = fused_all_reduce_s(tokens * m.hidden * e, tp, FUSE_ONLY_CTAS, cfg)
+        return TokenWeaveLayer(tokens, baseline, nocomm, attention + mlp + 2 * fused)
     cus = cfg.system.gpu.cus
-    slow = cus / (cus - ctas)
+    if max(config.attention_ctas, config.mlp_ctas) >= cus:
+        raise ValueError(f"its kernel's CTAs must leave SMs of the {cus} to the compute, not {config}")
+    slow_attention, slow_mlp = cus / (cus - config.attention_ctas), cus / (cus - config.mlp_ctas)
     halves = []
-    for t in split_tokens(tokens):
+    for t in split_tokens(tokens, config.split_offset_tokens):
         a, b, _, _ = _blocks(m, t, tp, cfg, of=tokens)
-        halves.append((a, b, multimem_all_reduce_s(t * m.hidden * e, tp, cfg)))
-    (a1, m1, r1), (a2, m2, r2) = halves
-    # A1 | AR(M2 of the previous layer); A2 | AR(A1); M1 | AR(A2); M2 | AR(M1).
-    tokenweave = (max(a1 * slow, r2) + max(a2 * slow, r1) + max(m1 * slow, r2) + max(m2 * slow, r1))
+        halves.append((a, b, t * m.hidden * e))
+    (a1, m1, bytes1), (a2, m2, bytes2) = halves
+
+    def fused(nbytes: float, ctas: int) -> float:
+        return fused_all_reduce_s(nbytes, tp, ctas, cfg)
+
+    # A1 | AR(M2 of the previous layer); A2 | AR(A1); M1 | AR(A2); M2 | AR(M1); its code runs
+    # the first two kernels on the attention CTAs and the last two on the MLP CTAs.
+    ca, cm = config.attention_ctas, config.mlp_ctas
+    tokenweave = (max(a1 * slow_attention, fused(bytes2, ca)) + max(a2 * slow_attention, fused(bytes1, ca))
+                  + max(m1 * slow_mlp, fused(bytes2, cm)) + max(m2 * slow_mlp, fused(bytes1, cm)))
     return TokenWeaveLayer(tokens, baseline, nocomm, tokenweave)
