@@ -37,12 +37,18 @@ def test_a_slower_tile_slows_only_the_low_latency_kernel():
     assert any(b.time_s("triton_dist_ar") > a.time_s("triton_dist_ar") * 1.01 for a, b in zip(base, slow, strict=True))
 
 
-def test_the_assumed_value_moves_no_verdict():
-    errors = {"gemm": 0.1, "nccl_ring": 0.3, "nccl_nvls": 0.4, "triton_dist_ar": 0.2, "multimem": 0.45}
-    a = serving_verdicts(_points(), errors)
-    b = serving_verdicts(_points(PeerConfig().ll_tile_compute_efficiency), errors)
-    v = compare_verdicts(a, b)
-    assert not v["changed"] and v["largest_move"][0] == 0.0
+def test_a_slower_tile_moves_verdicts_only_towards_t3_and_only_where_it_runs():
+    """A slower low-latency tile can only slow the best software, so T3's ratio to it never
+    falls, and a verdict moves only at a token count that runs the tile, away from software."""
+    errors = {"gemm": 0.1, "nccl_ring": 0.3, "nccl_nvls": 0.35, "triton_dist_ar": 0.15, "multimem": 0.45,
+              "custom": 0.6, "flux": 0.1, "async_tp": 0.2, "copy_engine": 0.1}
+    base, slow = serving_verdicts(_points(), errors), serving_verdicts(_points(0.3), errors)
+    order = {"software": 0, "within": 1, "T3": 2}
+    for a, b in zip(base, slow, strict=True):
+        assert b["t3_over_software"] >= a["t3_over_software"] * (1 - 1e-12)
+        if a["verdict"] != b["verdict"]:
+            assert a["tokens"] <= LOW_LATENCY_M and order[b["verdict"]] > order[a["verdict"]]
+    assert compare_verdicts(base, slow)["largest_move"][0] > 0.01
 
 
 @pytest.mark.parametrize("value", ["0", "1.5", "-0.2"])

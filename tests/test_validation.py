@@ -92,3 +92,16 @@ def test_without_the_crosscheck_record_t3_carries_the_crosschecks_tolerance(tmp_
 
     assert crosscheck_error(tmp_path / "missing.json") == 0.10
     assert crosscheck_error() == CROSSCHECK_ERROR < 0.10
+
+
+def test_a_difference_of_two_blocks_counts_for_no_scheme():
+    """A fused kernel's published saving (two block times subtracted) magnifies either
+    block's error and may miss in either scheme: it is shown, and no scheme carries it."""
+    from system_model.studies.validation import BLOCK_DIFFERENCE
+
+    rows = [r for r in ROWS if r.transport == BLOCK_DIFFERENCE]
+    assert len(rows) == len(published.ATTENTION_SAVINGS) > 0
+    assert all(BLOCK_DIFFERENCE not in transports for transports in SCHEME_TRANSPORTS.values())
+    errors = transport_error(ROWS)
+    assert scheme_error("triton_dist_ar", "nccl", errors) == max(
+        errors.get(t, 0.0) for t in ("gemm", "triton_dist_ar", "custom"))

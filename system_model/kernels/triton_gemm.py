@@ -15,6 +15,12 @@ Hopper and Blackwell the warpgroup matrix instructions take 64 rows or more); th
 assumes ``PeerConfig.ll_tile_compute_efficiency`` of the matrix-core peak, and
 ``python -m system_model.studies.serving.ll_tile`` shows what that assumption moves.
 
+Versions: at c5cb9bb6 the layer runs only where the switch reduces (``USE_MULTIMEM_ST`` is
+fixed and its consumer loads with ``multimem.ld_reduce``); the load-based path the model
+runs on other NVIDIA GPUs (``Consumer_Load``) is from later versions, which keep these tiles
+but give the larger one 3 stages (at 1512a811). The model takes c5cb9bb6's, the version of
+the published rows.
+
 Here rather than in the scheme so that the GEMM's lower bound
 (:attr:`~system_model.schemes.context.Sublayer.gemm_lower_bound_s`) counts the kernels the
 peers run as well as the library's: no scheme's GEMM may beat it.

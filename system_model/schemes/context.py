@@ -294,7 +294,8 @@ class Sublayer:
         best = math.inf
         kernels = library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False)
         if self.transport.library != "rccl":        # Triton-distributed's own GEMM + AR kernel
-            kernels = (*kernels, triton_ar_kernel(self.kernel, self.shape.m, self.cfg.peer.ll_tile_compute_efficiency))
+            kernels = (*kernels, triton_ar_kernel(self.library_kernel, self.shape.m,
+                                                  self.cfg.peer.ll_tile_compute_efficiency))
         for kernel in kernels:
             compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s
             best = min(best, max(waves_floor_s(self.shape, self.gpu, kernel, latency), compulsory))

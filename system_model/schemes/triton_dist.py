@@ -236,7 +236,9 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         tail_s = 2 * sub.latency_s + sub.dram_latency_s
         start_s = 2 * sub.signal_s
     # AMD's kernel is autotuned over its configs: the library's kernel stands for its pick.
-    kernel = sub.kernel if amd else triton_ar_kernel(sub.kernel, sub.shape.m,
+    # On NVIDIA one kernel whichever library kernel this run was offered: its layer's tile on
+    # the library's own choice (its element size and efficiency), as the GEMM's bound counts it.
+    kernel = sub.kernel if amd else triton_ar_kernel(sub.library_kernel, sub.shape.m,
                                                      sub.cfg.peer.ll_tile_compute_efficiency)
     gemm = sub.with_kernel(kernel).gemm(cus=sub.gpu.cus - ctas)
     engine = sub.engine("rr", record=record)

@@ -7,7 +7,7 @@ well below the library kernels' efficiency that the model assumes
 (``PeerConfig.ll_tile_compute_efficiency``, 0.8). This what-if re-judges the serving study
 with that value moved (by default to 0.6 and 1.0, the sensitivity study's -/+25%) against the
 same validated errors, and lists every verdict that moves. Nothing is written to
-``sim_results/``; ``docs/peers.md`` quotes the figures with this command (about 30 s).
+``sim_results/``; ``docs/peers.md`` quotes the figures with this command (about 20 s).
 """
 
 from __future__ import annotations
