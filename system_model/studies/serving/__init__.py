@@ -151,6 +151,22 @@ def compare_verdicts(before: list[dict], after: list[dict]) -> dict:
     return {"pairs": pairs, "changed": changed, "largest_move": largest, "points": len(before)}
 
 
+def verdict_summary(v: dict, *, points: str = "points", software: bool = False) -> list[str]:
+    """The lines that report :func:`compare_verdicts`' ``v``: how many of the ``points`` keep
+    their verdict, the pairs, the largest move, then each change (with the best software
+    either side where ``software``)."""
+    kept = sum(n for (a, b), n in v["pairs"].items() if a == b)
+    move, where = v["largest_move"]
+    lines = [f"{kept} of {v['points']} {points} keep their verdict; "
+             + ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(v["pairs"].items())) + ".",
+             f"Largest move of T3 over the best software: {move:+.2f} at {where}.", ""]
+    for key, a, b in v["changed"]:
+        sa, sb = (f", {a['software']}", f", {b['software']}") if software else ("", "")
+        lines.append(f"* {key}: {a['verdict']} ({a['t3_over_software']:.2f}{sa}) -> {b['verdict']} "
+                     f"({b['t3_over_software']:.2f}{sb})")
+    return lines
+
+
 def prefill_layers(points: list[ServingPoint], errors: dict[str, float] | None = None) -> list[dict]:
     """Chunked prefill on a reducing switch, one whole layer: T3 and the best software
     sublayers inside the layer's other ops, against TokenWeave, whose overlap crosses the

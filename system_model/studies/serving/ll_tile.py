@@ -18,7 +18,7 @@ from dataclasses import replace
 from ...describe.config import PeerConfig
 from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
 from ..validation import transport_error, validate
-from . import compare_verdicts, run_serving, serving_verdicts
+from . import compare_verdicts, run_serving, serving_verdicts, verdict_summary
 
 __all__ = ["EFFICIENCIES", "verdict_changes", "ll_tile_markdown", "main"]
 
@@ -46,16 +46,8 @@ def ll_tile_markdown(efficiencies=EFFICIENCIES) -> str:
     lines = [f"# The low-latency tile's efficiency, {assumed:g} assumed, moved", ""]
     for eff in efficiencies:
         v = verdict_changes(eff, errors)
-        kept = sum(n for (a, b), n in v["pairs"].items() if a == b)
-        move, key = v["largest_move"]
         lines += [f"## {eff:g} of the matrix-core peak", "",
-                  f"{kept} of {v['points']} NVIDIA points keep their verdict; "
-                  + ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(v["pairs"].items())) + ".",
-                  f"Largest move of T3 over the best software: {move:+.2f} at {key}.", ""]
-        for key, a, b in v["changed"]:
-            lines.append(f"* {key}: {a['verdict']} ({a['t3_over_software']:.2f}, {a['software']}) -> "
-                         f"{b['verdict']} ({b['t3_over_software']:.2f}, {b['software']})")
-        lines.append("")
+                  *verdict_summary(v, points="NVIDIA points", software=True), ""]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ import argparse
 
 from ...describe.presets import DEFAULT_PLATFORMS, PLATFORMS
 from ..validation import transport_error, validate
-from . import compare_verdicts, run_serving, serving_verdicts
+from . import compare_verdicts, run_serving, serving_verdicts, verdict_summary
 
 __all__ = ["SPLIT", "validation_changes", "verdict_changes", "split_k_markdown", "main"]
 
@@ -71,15 +71,7 @@ def split_k_markdown(max_split_k: int = SPLIT) -> str:
     lines += ["", "Families whose validated error moves: "
               + (", ".join(f"{k} {a:.1%} -> {b:.1%}" for k, (a, b) in moved.items()) or "none"), ""]
     v = verdict_changes(base_err, max_split_k)
-    kept = sum(n for (a, b), n in v["pairs"].items() if a == b)
-    move, key = v["largest_move"]
-    lines += ["## Serving verdicts (judged with the unsplit library's validated errors)", "",
-              f"{kept} of {v['points']} points keep their verdict; "
-              + ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(v["pairs"].items())) + ".",
-              f"Largest move of T3 over the best software: {move:+.2f} at {key}.", ""]
-    for key, a, b in v["changed"]:
-        lines.append(f"* {key}: {a['verdict']} ({a['t3_over_software']:.2f}) -> {b['verdict']} "
-                     f"({b['t3_over_software']:.2f})")
+    lines += ["## Serving verdicts (judged with the unsplit library's validated errors)", "", *verdict_summary(v)]
     lines += ["", "| platform | decode GEMMs (OP + FC-2), Llama 3 70B, TP 8, 1 token: unsplit -> split (us) |",
               "|---|---|"]
     for (plat, model, tp, tokens), (a, b) in v["gemm_us"].items():
