@@ -301,8 +301,11 @@ def test_tokenweave_takes_the_nearest_row_of_its_table():
     assert tokenweave_config("llama-3-70b", 8, 8192) == table[8192] == TokenWeaveConfig(8, 4, 256)
     assert tokenweave_config("llama-3-70b", 8, 6000) == table[4096]      # 4096 is nearer than 8192
     assert tokenweave_config("llama-3-70b", 8, 6144) == table[4096]      # a tie: the smaller, as min() keeps
+    assert tokenweave_config("llama-3-70b", 8, 7000) == table[8192]      # nearer above than below
     assert tokenweave_config("llama-3-70b", 8, 100) == table[1024]
-    assert tokenweave_config("llama-3-405b", 8, 8192) == DEFAULT_CONFIG
+    # Its Llama code loads the Llama tables for every Llama model; other families run the default.
+    assert tokenweave_config("llama-3-405b", 8, 8192) == table[8192]
+    assert tokenweave_config("gpt-3", 8, 8192) == DEFAULT_CONFIG
     assert tokenweave_config("llama-3-70b", 8, 1024, PREFILL_FIGURE_CONFIGS) == TokenWeaveConfig(4, 2, 0)
     with pytest.raises(ValueError, match="mlp_ctas"):
         TokenWeaveConfig(4, 0, 0)
@@ -338,6 +341,54 @@ def test_tokenweave_layer_is_between_no_communication_and_its_parts():
         for more in (TokenWeaveConfig(16, base.mlp_ctas, base.split_offset_tokens),
                      TokenWeaveConfig(base.attention_ctas, 16, base.split_offset_tokens)):
             assert tokenweave_layer(cfg, m, tokens, 8, config=more).tokenweave_s >= layer.tokenweave_s
+
+
+def test_tokenweave_layer_pairs_each_block_with_its_kernel():
+    """The layer as its overlap code runs it, rebuilt here from the docstring: A1 beside the
+    fused kernel of the second half's previous MLP and A2 beside the first half's attention
+    output, both on the attention CTAs; M1 beside the second half's attention output and M2
+    beside the first half's MLP output, both on the MLP CTAs; the halves split at
+    round_up(tokens, 256) / 2 plus the offset. On B200 at 1 and 2 CTAs the kernels are
+    exposed, so a swap of the CTAs or a lost offset changes the sum."""
+    from system_model.describe.models import MODELS
+    from system_model.studies.serving.tokenweave import (
+        PROFILE_TOKENS,
+        TokenWeaveConfig,
+        _blocks,
+        fused_all_reduce_s,
+        split_tokens,
+        tokenweave_config,
+        tokenweave_layer,
+    )
+
+    cfg = PLATFORMS["b200"].study_config()
+    m, tp, e = MODELS["llama-3-70b"], 8, 2
+    cus = cfg.system.gpu.cus
+    for tokens, config in ((2048, TokenWeaveConfig(2, 8, 0)), (2048, TokenWeaveConfig(8, 2, 0)),
+                           (4096, TokenWeaveConfig(1, 2, 256))):
+        (t1, t2) = split_tokens(tokens, config.split_offset_tokens)
+        (a1, m1, _, _), (a2, m2, _, _) = (_blocks(m, t, tp, cfg, of=tokens) for t in (t1, t2))
+        sa, sm = cus / (cus - config.attention_ctas), cus / (cus - config.mlp_ctas)
+
+        def ar(t, ctas):
+            return fused_all_reduce_s(t * m.hidden * e, tp, ctas, cfg)
+
+        expected = (max(a1 * sa, ar(t2, config.attention_ctas)) + max(a2 * sa, ar(t1, config.attention_ctas))
+                    + max(m1 * sm, ar(t2, config.mlp_ctas)) + max(m2 * sm, ar(t1, config.mlp_ctas)))
+        got = tokenweave_layer(cfg, m, tokens, tp, config=config).tokenweave_s
+        assert got == pytest.approx(expected, rel=1e-12), (tokens, config)
+    swapped = [tokenweave_layer(cfg, m, 2048, tp, config=c).tokenweave_s
+               for c in (TokenWeaveConfig(2, 8, 0), TokenWeaveConfig(8, 2, 0))]
+    assert abs(swapped[0] - swapped[1]) > 0.01 * swapped[0]
+    # Below 1,024 tokens: the row its profile run loaded, capped at the tokens per rank.
+    row = tokenweave_config(m.name, tp, PROFILE_TOKENS)
+    for tokens in (16, 512):
+        per_rank = -(-tokens // tp)
+        layer = tokenweave_layer(cfg, m, tokens, tp)
+        attention, mlp, _, _ = _blocks(m, tokens, tp, cfg)
+        expected = attention + mlp + sum(fused_all_reduce_s(tokens * m.hidden * e, tp, min(c, per_rank), cfg)
+                                         for c in (row.attention_ctas, row.mlp_ctas))
+        assert layer.tokenweave_s == pytest.approx(expected, rel=1e-12)
 
 
 def test_tokenweave_fused_kernel_on_few_ctas_keeps_its_own_pace():

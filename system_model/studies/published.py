@@ -416,18 +416,34 @@ class FusedNormAllReduce:
     time_us: float
     source: str
     quote: str
+    #: Its default column (one CTA per token of the slice), not a chosen count.
+    default_ctas: bool = False
 
     @property
     def message_bytes(self) -> int:
         return self.tokens * self.hidden * 2
 
 
-#: Written with :data:`TOLERANCE` before the model was run on them. (The 2-CTA column sets
-#: ``PeerConfig.tokenweave_slice_GBps_per_cta`` and is not a point.)
+#: Every cell of its figure 10 but the 2-CTA column, which sets
+#: ``PeerConfig.tokenweave_slice_GBps_per_cta`` and is not a point: (tokens, ((CTAs, us), ...)),
+#: the first pair its default (one CTA per token of the GPU's slice, tokens / 8). Written
+#: with :data:`TOLERANCE` before the model was run on them.
+_FIG10 = (
+    (64, ((8, 18.4), (4, 18.7), (8, 18.3), (16, 17.1), (32, 17.6), (64, 18.4), (128, 18.3))),
+    (128, ((16, 22.1), (4, 27.2), (8, 23.1), (16, 22.0), (32, 21.7), (64, 22.0), (128, 22.6))),
+    (256, ((32, 32.3), (4, 42.0), (8, 33.7), (16, 30.1), (32, 31.9), (64, 33.5), (128, 33.2))),
+    (512, ((64, 55.1), (4, 70.8), (8, 51.3), (16, 45.1), (32, 48.0), (64, 55.1), (128, 55.6))),
+    (1024, ((128, 100.4), (4, 128.0), (8, 86.6), (16, 75.4), (32, 78.7), (64, 86.3), (128, 100.9))),
+    (2048, ((256, 188.9), (4, 240.4), (8, 155.4), (16, 137.1), (32, 138.6), (64, 150.0), (128, 163.4))),
+    (4096, ((512, 339.0), (4, 465.9), (8, 290.8), (16, 258.2), (32, 259.8), (64, 275.0), (128, 300.2))),
+    (8192, ((1024, 621.3), (4, 913.8), (8, 561.7), (16, 503.5), (32, 502.3), (64, 518.1), (128, 567.7))),
+    (16384, ((2048, 1198.8), (4, 1797.9), (8, 1103.0), (16, 1004.3), (32, 987.3), (64, 1003.6), (128, 1078.3))),
+    (32768, ((4096, 2323.3), (4, 3558.4), (8, 2184.0), (16, 1972.1), (32, 1965.6), (64, 1975.7), (128, 2064.1))),
+)
 FUSED_NORM_ALL_REDUCES: tuple[FusedNormAllReduce, ...] = tuple(
-    FusedNormAllReduce("h100-sxm", 8, tokens, 8192, ctas, us, _TW_FIG10, f"{tokens} tokens, {ctas} CTAs: {us} us")
-    for tokens, ctas, us in ((1024, 4, 128.0), (8192, 4, 913.8), (32768, 4, 3558.4),
-                             (1024, 8, 86.6), (8192, 8, 561.7), (32768, 8, 2184.0)))
+    FusedNormAllReduce("h100-sxm", 8, tokens, 8192, ctas, us, _TW_FIG10,
+                       f"{tokens} tokens, {'its default, ' if k == 0 else ''}{ctas} CTAs: {us} us", default_ctas=k == 0)
+    for tokens, cells in _FIG10 for k, (ctas, us) in enumerate(cells))
 
 
 @dataclass(frozen=True)

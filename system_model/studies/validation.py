@@ -117,13 +117,22 @@ _EAGER_MULTIMEM = (
     "256 MB memset that flushes the L2, which the kernel model (two barriers, one switch round trip, the bytes at "
     "NVLS's rate) does not count. From 32 MiB, where the same offset is under 6%, the ten points are within 5.4%, "
     "and from 128 MiB within 1.1%: the rate is NVLS's.")
-_TW_FUSED_1K = (
-    "at 1K tokens (16 MiB) the model takes the longer of two limits, the multimem all-reduce (66.9 us) and the "
-    "CTAs' own pace through the slice (97.5 us on 4 CTAs, 48.7 on 8), and the measured kernel is slower than "
-    "both: 128.0 and 86.6 us. Part is the eager launch after an L2 flush that the multimem rows show (7.5 us, "
-    "which no kernel model here counts); the rest says the two limits add in part rather than take turns. From "
-    "8K tokens, where neither the launch nor the overlap of the limits weighs, the four points are within "
-    "9-15%. Its prefill rows, where the kernel hides under the other half's compute, stay within 16%.")
+_TW_FUSED_LAUNCH = (
+    "from 64 to 512 tokens the model is 8.0-9.4 us fast at the kernel's best CTA count, whatever the size: a "
+    "constant, the eager launch after an L2 flush (figure 4's multimem rows show the same, 7.5 us) and the "
+    "fused kernel's own barriers beyond the model's two; on fewer or more CTAs the causes of the rows below add "
+    "to it.")
+_TW_FUSED_FEW = (
+    "on 4 and 8 CTAs at 1K to 4K tokens the model takes the longer of two limits, the multimem all-reduce and "
+    "the CTAs' own pace through the slice, and the measured kernel is slower than both (1K tokens: 128.0 and "
+    "86.6 us against 97.5 and 66.9): the two add in part rather than take turns, and at 1K the eager launch "
+    "(above) adds its constant. From 8K tokens the same rows are within 9-15%.")
+_TW_FUSED_MANY = (
+    "on more CTAs than the switch needs the kernel gets slower, which the model, with no cost per CTA, does "
+    "not see: at 32K tokens 128 CTAs take 5% and its default (one CTA per token of the slice, 4,096) 18% longer "
+    "than 32; its barriers (sync_remote_blocks) run over every CTA. At 1K to 16K tokens its default (128 to "
+    "2,048 CTAs) misses by 17-33%, 128 CTAs at 1K to 4K by 16-34% and 64 at 1K by 22%, the eager launch's "
+    "constant (above) included.")
 
 #: Why a point misses, by its name (a miss without one fails a test, and so does a
 #: mechanism for a point that no longer misses).
@@ -176,8 +185,16 @@ MISS_MECHANISMS: dict[str, str] = {
        _TD_ATTN for name in ("Qwen3-32B", "Seed-OSS-36B") for phase in ("prefill", "decode")},
     **{f"multimem all_reduce time, 8 x h100-sxm, {size} MiB (eager, L2 flushed)": _EAGER_MULTIMEM
        for size in (1, 2, 4, 8)},
-    **{f"TokenWeave fused all-reduce + RMSNorm, 8 x h100-sxm, 1024 tokens, {c} CTAs (eager, L2 flushed)":
-       _TW_FUSED_1K for c in (4, 8)},
+    **{f"TokenWeave fused all-reduce + RMSNorm, 8 x h100-sxm, {t} tokens, {c} (eager, L2 flushed)": why
+       for t, c, why in (*((t, c, _TW_FUSED_LAUNCH) for t in (64, 128, 256, 512)
+                           for c in (f"its default {t // 8} CTAs", *(f"{n} CTAs" for n in (4, 8, 16, 32, 64, 128)))),
+                         *((t, f"{n} CTAs", _TW_FUSED_FEW) for t, n in ((1024, 4), (1024, 8), (2048, 4), (2048, 8),
+                                                                         (4096, 4))),
+                         *((t, c, _TW_FUSED_MANY) for t, c in (
+                             (1024, "its default 128 CTAs"), (1024, "64 CTAs"), (1024, "128 CTAs"),
+                             (2048, "its default 256 CTAs"), (2048, "128 CTAs"), (4096, "its default 512 CTAs"),
+                             (4096, "128 CTAs"), (8192, "its default 1024 CTAs"),
+                             (16384, "its default 2048 CTAs"))))},
     "all_reduce library time, 4 x h100-sxm, 2 MiB (vLLM benchmark)": (
         "the model is 25% slow: at 2 MiB on 4 GPUs NCCL's cost model (which the model follows) picks the ring "
         "with LL128, 32.5 us, and the benchmark's NCCL took 26 us; its 1 MiB and 4 MiB neighbours are within "
@@ -377,8 +394,9 @@ def validate(*, max_split_k: int | None = None) -> list[ValidationRow]:
                                   a.platform, "us", a.time_us, model * 1e6, "multimem", a.source))
     for f in FUSED_NORM_ALL_REDUCES:
         model = fused_all_reduce_s(f.message_bytes, f.gpus, f.ctas, lookup(f.platform).study_config())
+        ctas = f"its default {f.ctas} CTAs" if f.default_ctas else f"{f.ctas} CTAs"
         rows.append(ValidationRow(f"TokenWeave fused all-reduce + RMSNorm, {f.gpus} x {f.platform}, {f.tokens} tokens, "
-                                  f"{f.ctas} CTAs (eager, L2 flushed)", f.platform, "us", f.time_us, model * 1e6,
+                                  f"{ctas} (eager, L2 flushed)", f.platform, "us", f.time_us, model * 1e6,
                                   "tokenweave", f.source))
     for tw in TOKENWEAVE_POINTS:
         config = tokenweave_config(tw.model, tw.tp, tw.tokens, PREFILL_FIGURE_CONFIGS)

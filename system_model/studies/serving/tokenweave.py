@@ -12,16 +12,17 @@ What its code does (``vllm/model_executor/models/tokenweave_utils.py``,
 * the offset and the CTAs of its fused kernel after the attention blocks and after the MLP
   blocks come from a per-model, per-TP table, looked up at the token count nearest the
   batch's (``llama.py``: ``closest_len``; :data:`SHIPPED_CONFIGS`, and the tables its prefill
-  figures ran, :data:`PREFILL_FIGURE_CONFIGS`); a model it has no table for is taken at
-  :data:`DEFAULT_CONFIG`;
+  figures ran, :data:`PREFILL_FIGURE_CONFIGS`). Its Llama code loads its Llama tables for
+  every Llama model (``llama_config_{world_size}.json``), Llama 3 405B included; a model
+  family it has no table for is taken at :data:`DEFAULT_CONFIG`;
 * each half's attention block and MLP block run in turn; the fused all-reduce + add +
   RMSNorm of one half runs on a high-priority stream on 2 to 8 CTAs while the other half's
   next block computes: ``A1; [AR(A1) | A2]; [AR(A2) | M1]; [AR(M1) | M2]; [AR(M2) | next A1]``;
 * the fused kernel is a multimem all-reduce (``multimem.ld_reduce`` then ``multimem.st``)
   that adds the residual and normalises on the way: its own measurements put it within 1%
   of the multimem all-reduce alone from 1K tokens at its best CTA count, so the add and
-  RMSNorm are free; on the 2 to 8 CTAs it overlaps with, it is slower (its figure 10: 3.1x,
-  1.7x and 1.1x the 16-CTA time on 2, 4 and 8 CTAs at 32K tokens);
+  RMSNorm are free; on the 2 to 8 CTAs it overlaps with, it is slower (its figure 10: 3.2x,
+  1.8x and 1.1x the 16-CTA time on 2, 4 and 8 CTAs at 32K tokens);
 * below 1,024 tokens it does not split and runs the fused kernel after each block.
 
 Its baseline (``vllm-Multimem``) is vLLM with PyTorch's multimem all-reduce on 8 CTAs, then
@@ -52,13 +53,15 @@ from ..layer import layer_ops, op_time_s
 
 __all__ = ["TOKENWEAVE_MIN_TOKENS", "TokenWeaveConfig", "DEFAULT_CONFIG", "SHIPPED_CONFIGS",
            "PREFILL_FIGURE_CONFIGS", "tokenweave_config", "multimem_all_reduce_s", "TokenWeaveLayer",
-           "tokenweave_layer", "split_tokens", "fused_all_reduce_s", "FUSE_ONLY_CTAS"]
+           "tokenweave_layer", "split_tokens", "fused_all_reduce_s", "PROFILE_TOKENS"]
 
 #: Tokens from which it splits the batch (``is_tokenweave = num_tokens >= 1024``).
 TOKENWEAVE_MIN_TOKENS = 1024
-#: CTAs of its fused kernel below that, where it only fuses (``llama.py``: ``MAX_CTAS_ATTN``
-#: and ``MAX_CTAS_MLP`` keep their default of 16 unless a table row is loaded, from 1,024).
-FUSE_ONLY_CTAS = 16
+#: The batch its runner's profile run loads a table row for before any request
+#: (``--max-num-batched-tokens 65536`` in its prefill figures): below 1,024 tokens, where it
+#: only fuses, its kernel keeps that row's CTAs, capped at the tokens per rank
+#: (``MAX_CTAS=min(MAX_CTAS, num_tokens_per_rank)``).
+PROFILE_TOKENS = 65536
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,17 @@ PREFILL_FIGURE_CONFIGS: dict[tuple[str, int], dict[int, TokenWeaveConfig]] = {
 }
 
 
+def _family(model: str) -> str:
+    """The table a model's code loads: every Llama model runs its Llama code and tables."""
+    return "llama-3-70b" if model.startswith("llama-") else model
+
+
 def tokenweave_config(model: str, tp: int, tokens: int, tables=None) -> TokenWeaveConfig:
     """Its configuration for ``tokens`` of ``model`` at ``tp``: the row of the nearest token
-    count in ``tables`` (default :data:`SHIPPED_CONFIGS`; on a tie the smaller, as Python's
-    ``min`` over its keys in order), or :data:`DEFAULT_CONFIG` where it has none."""
-    table = (SHIPPED_CONFIGS if tables is None else tables).get((model, tp))
+    count in its family's table in ``tables`` (default :data:`SHIPPED_CONFIGS`; on a tie the
+    smaller, as Python's ``min`` over its keys in order), or :data:`DEFAULT_CONFIG` where it
+    has none."""
+    table = (SHIPPED_CONFIGS if tables is None else tables).get((_family(model), tp))
     if not table:
         return DEFAULT_CONFIG
     return table[min(table, key=lambda k: abs(k - tokens))]
@@ -130,7 +139,9 @@ def fused_all_reduce_s(nbytes: float, n: int, ctas: int, cfg: StudyConfig) -> fl
     """Its fused all-reduce + add + RMSNorm kernel of an ``nbytes`` tensor on ``ctas`` CTAs:
     the multimem all-reduce, or, on few CTAs, the CTAs' own pace through this GPU's slice
     (``peer.tokenweave_slice_GBps_per_cta``), whichever is longer. Its figure 10 has the
-    kernel 1.7x slower on 4 CTAs than on 16, where the all-reduce alone is within 3%."""
+    kernel 1.8x slower on 4 CTAs than on 16 at 32K tokens, where the all-reduce alone is
+    within 3%; measured on 8 x H100 at hidden 8,192, the pace is taken for every platform,
+    group size and hidden size (its kernel's block is ``min(1024, hidden / 8)`` threads)."""
     check_int_range("ctas", ctas, 1, 1 << 16)
     pace = nbytes / n / (ctas * cfg.peer.tokenweave_slice_GBps_per_cta * 1e9)
     return max(multimem_all_reduce_s(nbytes, n, cfg), pace)
@@ -203,8 +214,14 @@ def _op_s(op, cfg: StudyConfig) -> float:
 def tokenweave_layer(cfg: StudyConfig, m: TransformerModel, tokens: int, tp: int, *,
                      config: TokenWeaveConfig | None = None) -> TokenWeaveLayer:
     """One layer of a single prompt of ``tokens`` (attention over the prompt itself), with
-    ``config`` (default: :func:`tokenweave_config`'s, the shipped tables)."""
-    config = tokenweave_config(m.name, tp, tokens) if config is None else config
+    ``config`` (default: :func:`tokenweave_config`'s, the shipped tables; below 1,024 tokens
+    the row its profile run loaded, :data:`PROFILE_TOKENS`).
+
+    The runner pads the batch to a multiple of 256 and gives the second half the padding;
+    the model runs the halves on the actual tokens (every token count of the study is a
+    multiple of 256)."""
+    if config is None:
+        config = tokenweave_config(m.name, tp, PROFILE_TOKENS if tokens < TOKENWEAVE_MIN_TOKENS else tokens)
     e = cfg.kernel.bytes_per_element
     attention, mlp, attention_norm, mlp_norm = _blocks(m, tokens, tp, cfg)
     ar = multimem_all_reduce_s(tokens * m.hidden * e, tp, cfg)
@@ -212,8 +229,11 @@ def tokenweave_layer(cfg: StudyConfig, m: TransformerModel, tokens: int, tp: int
     baseline = nocomm + 2 * ar
     if tokens < TOKENWEAVE_MIN_TOKENS:
         # No split: the fused kernel after each block, the add and RMSNorm inside it.
-        fused = fused_all_reduce_s(tokens * m.hidden * e, tp, FUSE_ONLY_CTAS, cfg)
-        return TokenWeaveLayer(tokens, baseline, nocomm, attention + mlp + 2 * fused)
+        per_rank = -(-tokens // tp)
+        ca, cm = min(config.attention_ctas, per_rank), min(config.mlp_ctas, per_rank)
+        fused = fused_all_reduce_s(tokens * m.hidden * e, tp, ca, cfg) + fused_all_reduce_s(
+            tokens * m.hidden * e, tp, cm, cfg)
+        return TokenWeaveLayer(tokens, baseline, nocomm, attention + mlp + fused)
     cus = cfg.system.gpu.cus
     if max(config.attention_ctas, config.mlp_ctas) >= cus:
         raise ValueError(f"its kernel's CTAs must leave SMs of the {cus} to the compute, not {config}")
