@@ -230,8 +230,9 @@ DMA_COLLECTIVES: tuple[DmaCollective, ...] = (
 
 @dataclass(frozen=True)
 class SmallAllReduce:
-    """An all-reduce's time at the serving regime's sizes (16 KiB to 64 MiB), as a framework
-    benchmark prints it.
+    """An all-reduce's time at the serving regime's sizes (16 KiB to 64 MiB, and the same
+    benchmarks' larger sizes), as a framework benchmark prints it; ``collective`` another
+    collective of the library's where the benchmark times it beside.
 
     ``algorithm``: ``"library"`` (NCCL's own choice, through ``torch.distributed`` or
     vLLM's pynccl), ``"one_shot"`` or ``"two_shot"`` (a load-based all-reduce: vLLM's custom
@@ -248,8 +249,11 @@ class SmallAllReduce:
     harness: str
     source: str
     quote: str
+    collective: str = "all_reduce"
 
 
+_TW_FIG5 = ("microsoft/tokenweave artifact/csvs/figure_5.csv: torch.distributed (NCCL, PyTorch 2.6.0) "
+            "reduce_scatter and all_gather of tokens x 8192 bf16 on 8 x H100 DGX, eager, L2 flushed, median")
 _TD57 = "ByteDance-Seed/Triton-distributed issue #57 (2025-07): torch.distributed all_reduce on 8 x H100, one node"
 _HELION = ("pytorch/helion PR #245 (2025-07): one-shot all-reduce benchmark on 8 x H100, bf16, sizes in elements; "
            "the 'dist' column is torch.distributed._symmetric_memory's one_shot_all_reduce")
@@ -259,7 +263,8 @@ _TOKENWEAVE = ("microsoft/tokenweave artifact/csvs/figure_4.csv: torch.distribut
                "on 8 x H100 DGX, eager, L2 flushed, median")
 
 #: Written with :data:`TOLERANCE` before the model was run on them. Eager timings carry the
-#: host's launch; the misses stay in the table with that mechanism.
+#: host's launch; the misses stay in the table with that mechanism. (TokenWeave's figure 4
+#: from 2 MiB up and its figure 5 were added later, again before the model was run on them.)
 SMALL_ALL_REDUCES: tuple[SmallAllReduce, ...] = (
     *(SmallAllReduce("h100-sxm", 8, "library", size, us, "torch.distributed, eager", _TD57,
                      f"all_reduce {label}: {us} us") for size, label, us in (
@@ -267,7 +272,16 @@ SMALL_ALL_REDUCES: tuple[SmallAllReduce, ...] = (
         (4 * MiB, "4MB", 59.43), (16 * MiB, "16MB", 135.68))),
     *(SmallAllReduce("h100-sxm", 8, "library", size, us, "torch.distributed, eager, L2 flushed", _TOKENWEAVE,
                      f"nccl, {label}: {us} us") for size, label, us in (
-        (MiB, "1 MiB", 36.0), (16 * MiB, "16 MiB", 137.2), (64 * MiB, "64 MiB", 347.6))),
+        (MiB, "1 MiB", 36.0), (2 * MiB, "2 MiB", 54.9), (4 * MiB, "4 MiB", 66.5), (8 * MiB, "8 MiB", 94.7),
+        (16 * MiB, "16 MiB", 137.2), (32 * MiB, "32 MiB", 219.7), (64 * MiB, "64 MiB", 347.6),
+        (128 * MiB, "128 MiB", 646.1), (256 * MiB, "256 MiB", 1232.0), (512 * MiB, "512 MiB", 2402.5))),
+    # Its figure 5 times NCCL's reduce-scatter and all-gather of the same tensors beside them.
+    *(SmallAllReduce("h100-sxm", 8, "library", tokens * 8192 * 2, us, "torch.distributed, eager, L2 flushed",
+                     _TW_FIG5, f"{tokens} tokens: pytorch_dist_{column}_us {us}", collective=collective)
+      for collective, column, values in (
+          ("reduce_scatter", "rs", (29.3, 35.9, 55.6, 64.1, 91.4, 125.5, 208.0, 392.4, 734.9, 1419.6)),
+          ("all_gather", "ag", (29.7, 35.4, 49.2, 59.8, 89.2, 135.6, 218.6, 395.2, 740.8, 1422.7)))
+      for tokens, us in zip((64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768), values, strict=True)),
     *(SmallAllReduce("h100-sxm", 8, "one_shot", size, us, "torch.distributed._symmetric_memory", _HELION,
                      f"{label} elements: dist 1-shot {us} us") for size, label, us in (
         (8 * KiB, "4k", 16.0), (32 * KiB, "16k", 17.0), (128 * KiB, "64k", 19.8), (256 * KiB, "128k", 25.1),

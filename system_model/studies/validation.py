@@ -64,10 +64,17 @@ _EAGER_NCCL = (
     "same model.")
 _NCCL_RAN_RING = (
     "the model runs NVLS here (NCCL 2.30.7's cost model picks it on an NVSwitch node); the measured times are "
-    "the ring's: the model's ring (LL128 at 4-16 MiB, Simple at 64 MiB) takes 62.8, 129.2 and 382.2 us, within "
-    "10% of each. The node had multicast: TokenWeave's multimem kernel ran on the same node (figure_4.csv). So "
-    "the NCCL of these runs (PyTorch 2.6's, 2.21.5 by its wheel) did not pick NVLS for torch.distributed's "
-    "unregistered buffers; why is not established here, and the model's selection follows the newer tuning.")
+    "the ring's: the model's ring (LL128 at 4-32 MiB, Simple from 64 MiB) takes 62.8, 84.9, 129.2, 217.9, "
+    "382.2, 708.4, 1,360.9 and 2,665.8 us at 4 to 512 MiB, within 11% of each (at 2 MiB its LL ring, 41.0 us, "
+    "with the eager launch's 5-8 us, is 12% short). The node had multicast: TokenWeave's multimem kernel ran "
+    "on the same node (figure_4.csv). So the NCCL of these runs (PyTorch 2.6's, 2.21.5 by its wheel) did not "
+    "pick NVLS for torch.distributed's unregistered buffers; why is not established here, and the model's "
+    "selection follows the newer tuning.")
+_EAGER_RS_AG = (
+    "the model is 10-22 us fast at 1 to 32 MiB, about a constant: eager torch.distributed calls timed after a "
+    "256 MB memset that flushes the L2 (TokenWeave's figure 5), each with the host's launch and the first "
+    "touch of the flushed buffers, which NCCL's cost model (the model's) leaves out; from 32 MiB (64 MiB for "
+    "the all-gather) the ring is within 11%. The same figure's all-reduce ran the ring (above).")
 _EAGER_LOADS = (
     "the model is fast by 10-20 us at every size: the one-shot all-reduce of PyTorch's SymmetricMemory, "
     "timed as eager calls (the host's dispatch and launch on every call, and in this version of the "
@@ -157,7 +164,12 @@ MISS_MECHANISMS: dict[str, str] = {
        for size in ("16 KiB", "64 KiB", "256 KiB")},
     **{f"all_reduce library time, 8 x h100-sxm, {size} (torch.distributed, eager{flushed})": _NCCL_RAN_RING
        for size, flushed in (("4 MiB", ""), ("16 MiB", ""), ("16 MiB", ", L2 flushed"), ("64 MiB", ", L2 flushed"))},
+    **{f"all_reduce library time, 8 x h100-sxm, {size} MiB (torch.distributed, eager, L2 flushed)": _NCCL_RAN_RING
+       for size in (2, 4, 8, 32, 128, 256, 512)},
     "all_reduce library time, 8 x h100-sxm, 1 MiB (torch.distributed, eager, L2 flushed)": _EAGER_NCCL,
+    **{f"{c} library time, 8 x h100-sxm, {size} MiB (torch.distributed, eager, L2 flushed)": _EAGER_RS_AG
+       for c, sizes in (("reduce_scatter", (1, 2, 4, 8, 16)), ("all_gather", (1, 2, 4, 8, 16, 32)))
+       for size in sizes},
     **{f"all_reduce one_shot time, 8 x h100-sxm, {size} (torch.distributed._symmetric_memory)": _EAGER_LOADS
        for size in ("8 KiB", "32 KiB", "128 KiB", "256 KiB", "512 KiB", "1 MiB", "2 MiB")},
     **{f"all_reduce two_shot time, 4 x h100-sxm, {size} (vLLM benchmark)": _TWO_SHOT
@@ -413,14 +425,14 @@ def validate(*, max_split_k: int | None = None) -> list[ValidationRow]:
         p = lookup(a.platform)
         size = f"{a.message_bytes / 2**20:g} MiB" if a.message_bytes >= 2**20 else f"{a.message_bytes / 2**10:g} KiB"
         if a.algorithm == "library":
-            q = plan("all_reduce", a.message_bytes, a.gpus, p.fabric, p.transport)
+            q = plan(a.collective, a.message_bytes, a.gpus, p.fabric, p.transport)
             transport = f"{p.transport.library}_{'nvls' if q.algorithm.startswith('nvls') else 'ring'}"
             model, note = q.time_s, f"{a.harness}; model runs {q.algorithm}/{q.protocol}"
         else:
             q = custom_all_reduce(a.message_bytes, a.gpus, p.fabric, p.transport, p.gpu.dram_latency_ns,
                                   algorithm=a.algorithm)
             model, transport, note = q.time_s, "custom", a.harness
-        rows.append(ValidationRow(f"all_reduce {a.algorithm} time, {a.gpus} x {a.platform}, {size} ({a.harness})",
+        rows.append(ValidationRow(f"{a.collective} {a.algorithm} time, {a.gpus} x {a.platform}, {size} ({a.harness})",
                                   a.platform, "us", a.time_us, model * 1e6, transport, a.source, note))
     rows.append(ValidationRow("ring all-reduce on 8 CUs against its own channels, t3-paper (headline sublayers)",
                               "t3-paper", "slowdown", 1.41, cu_channel_slowdown(8), "rccl_ring",
