@@ -76,10 +76,15 @@ def _ficco(sub: Sublayer, rounds: int, *, record: bool) -> SchemeResult:
             finish(e2)
         e.start(Flow(f"copies {state['copies'] + 1}", send, demand, lane="link"), done)
 
+    def signalled(e: Engine) -> None:
+        # A round's copy may start only once its end has been signalled, even when the
+        # engines are still busy with the round before and would otherwise take it at once.
+        state["queue"] += 1
+        pump(e)
+
     def matmul(e: Engine, j: int) -> None:
         def ended(e2: Engine) -> None:
-            state["queue"] += 1
-            e2.after(sub.signal_s, pump)
+            e2.after(sub.signal_s, signalled)
             if j < rounds - 1:
                 e2.after(sub.launch_s, lambda e3: matmul(e3, j + 1))
             else:

@@ -10,8 +10,9 @@ very next cycle). The plan keeps at most ``trigger_depth`` tiles open, which is 
 the dependencies deadlock-free. Every third segment also carries the three driver errors:
 an update of a tile that was never armed, an arm with threshold 0 (the second time with an
 update of its unarmed tile in the same cycle: both errors at once) and a re-arm of a tile
-still armed; in half of those segments the first re-arm error comes with an update of a
-never-armed tile in its cycle, so that two sticky errors rise in one cycle; and a tenth of
+still armed; half of those segments open with an arm, its re-arm and an update of a
+never-armed tile in the re-arm's cycle (the update stream empty before it, so that the two
+sticky errors rise in one cycle whatever the seed); and a tenth of
 their completed tiles get one update too many, 1-4 cycles after the completing one (it
 meets the completion in the pipeline and must count as unarmed).
 
@@ -248,6 +249,21 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
         # accepted as an update of an unarmed tile.
         update.add(bench._update(never_armed[0], 1), gap=0)
         errors_left.remove("err_unarmed_update")
+    if combined:
+        # The segment's first transactions: an arm, its re-arm, and beside the re-arm an
+        # update of a never-armed tile. Nothing else is queued on the update stream yet, so
+        # the update is offered in the re-arm's cycle rather than behind earlier updates,
+        # and both flags rise in one cycle whatever the seed.
+        tile = free.pop(rng.randrange(len(free)))
+        threshold = rng.randint(1, 6)
+        arm.add(bench._arm(tile, threshold, dma_cmd()), gap=0, after=first_after)
+        first_after = None
+        again = arm.add(bench._arm(tile, threshold, 0), gap=0)
+        update.add(bench._update(never_armed[0], 1), gap=0, after=("arm", again), same_cycle=True)
+        open_tiles[tile] = [again, threshold]
+        errors_left.remove("err_rearm")
+        errors_left.remove("err_unarmed_update")
+        spent += 2
     while spent < budget:
         can_arm = (free or pending) and len(open_tiles) < depth
         if can_arm and (not open_tiles or pending or rng.random() < 0.3):
@@ -261,16 +277,10 @@ def track_segment(rng: random.Random, seg, stim: Stimulus, bench, *, budget: int
             open_tiles[tile] = [index, threshold]
             spent += gap + 1
             if errors_left and rng.random() < 0.05:
-                error = errors_left.pop(errors_left.index("err_rearm") if combined
-                                        else rng.randrange(len(errors_left)))
+                error = errors_left.pop(rng.randrange(len(errors_left)))
                 if error == "err_rearm":
                     # Re-arm the tile just armed, before any of its updates.
                     open_tiles[tile][0] = arm.add(bench._arm(tile, threshold, 0), gap=0)
-                    if combined:
-                        combined = False
-                        errors_left.remove("err_unarmed_update")
-                        update.add(bench._update(never_armed[0], 1), gap=0, after=("arm", open_tiles[tile][0]),
-                                   same_cycle=True)
                 elif error == "err_zero_threshold" and error in errors_left:
                     arm.add(bench._arm(zero_tile, 0, 1), gap=0)
                 elif error == "err_zero_threshold":
