@@ -36,6 +36,9 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
 #: scheme on fewer CUs, T3's or CU sharing's, may want another, and without it a faster HBM
 #: made T3 direct slower; the case is an example in the invariant suite.)
 _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
+#: Schemes whose kernel is their own where this says so: every library kernel would give the
+#: same run (Triton-distributed's fused GEMM + AR on NVIDIA: its layer's tile), so one is run.
+_OWN_KERNEL = {"triton_dist_ar": lambda sub: sub.transport.library != "rccl"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 
@@ -107,7 +110,8 @@ def evaluate(cfg: StudyConfig, shape: GemmShape, tp: int, *, schemes=PAPER_SCHEM
             variants = library_variants(shape, cfg.kernels, sub.gpu.cus)
             others = [sub.with_kernel(k) for k in variants if k != sub.kernel]
         best = run(sub, record=record)
-        if name not in _LIBRARY_KERNEL and best.available:
+        own = _OWN_KERNEL.get(name)
+        if name not in _LIBRARY_KERNEL and best.available and not (own and own(sub)):
             for other in others:
                 r = run(other, record=record)
                 if r.time_s < best.time_s:
