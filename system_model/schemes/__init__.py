@@ -38,7 +38,7 @@ _BOUNDS_RUN = {"ideal_overlap": lambda sub, record=False: paper.ideal_overlap(su
 _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap", "ideal_all_reduce"}
 #: Schemes whose kernel is their own where this says so: every library kernel would give the
 #: same run (Triton-distributed's fused GEMM + AR on NVIDIA: its layer's tile), so one is run.
-_OWN_KERNEL = {"triton_dist_ar": lambda sub: sub.transport.library != "rccl"}
+_OWN_KERNEL = {"triton_dist_ar": lambda sub: sub.triton_ar_gemm_kernel is not None}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 

@@ -256,6 +256,16 @@ class Sublayer:
         return {"link": inside / efficiency, "nic": (1 - inside) / self.transport.nic_efficiency}
 
     # -- GEMMs --------------------------------------------------------------------------
+    @functools.cached_property
+    def triton_ar_gemm_kernel(self) -> GemmKernelConfig | None:
+        """The GEMM kernel of Triton-distributed's fused GEMM + AR where it runs its layer's own
+        tile (NVIDIA; :mod:`~system_model.kernels.triton_gemm`) on the library's choice for
+        this shape; None on AMD, whose kernel is autotuned over the library's. The scheme,
+        :func:`~system_model.schemes.evaluate` and the GEMM's bound all read it here."""
+        if self.transport.library == "rccl":
+            return None
+        return triton_ar_kernel(self.library_kernel, self.shape.m, self.cfg.peer.ll_tile_compute_efficiency)
+
     def with_kernel(self, kernel: GemmKernelConfig) -> Sublayer:
         return Sublayer(self.cfg, self.shape, self.tp, self.collective, kernel)
 
@@ -293,9 +303,8 @@ class Sublayer:
         latency = self.dram_latency_s
         best = math.inf
         kernels = library_variants(self.shape, self.cfg.kernels, self.gpu.cus, underfilled_only=False)
-        if self.transport.library != "rccl":        # Triton-distributed's own GEMM + AR kernel
-            kernels = (*kernels, triton_ar_kernel(self.library_kernel, self.shape.m,
-                                                  self.cfg.peer.ll_tile_compute_efficiency))
+        if self.triton_ar_gemm_kernel is not None:
+            kernels = (*kernels, self.triton_ar_gemm_kernel)
         for kernel in kernels:
             compulsory = e_in * kernel.bytes_per_element / self.gpu.dram_bytes_per_s
             best = min(best, max(waves_floor_s(self.shape, self.gpu, kernel, latency), compulsory))

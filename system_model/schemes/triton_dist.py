@@ -42,7 +42,7 @@ from __future__ import annotations
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
-from ..kernels.triton_gemm import LOW_LATENCY_M, triton_ar_kernel
+from ..kernels.triton_gemm import LOW_LATENCY_M
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 from .peers import _reduce_kernel
 
@@ -235,12 +235,9 @@ def triton_dist_ar(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         rs, ag = (n * sub.total, sub.total), (0.0, 0.0)
         tail_s = 2 * sub.latency_s + sub.dram_latency_s
         start_s = 2 * sub.signal_s
-    # AMD's kernel is autotuned over its configs: the library's kernel stands for its pick.
-    # On NVIDIA one kernel whichever library kernel this run was offered: its layer's tile on
-    # the library's own choice (its element size and efficiency), as the GEMM's bound counts it.
-    kernel = sub.kernel if amd else triton_ar_kernel(sub.library_kernel, sub.shape.m,
-                                                     sub.cfg.peer.ll_tile_compute_efficiency)
-    gemm = sub.with_kernel(kernel).gemm(cus=sub.gpu.cus - ctas)
+    # On NVIDIA its layer's own tile, whichever library kernel this run was offered; on AMD,
+    # whose kernel is autotuned, the library's kernel stands for its pick.
+    gemm = sub.with_kernel(sub.triton_ar_gemm_kernel or sub.kernel).gemm(cus=sub.gpu.cus - ctas)
     engine = sub.engine("rr", record=record)
     ar = Flow("all-reduce", moved, demand, cap=rate, produced=0.0, lane="link")
     state = {}

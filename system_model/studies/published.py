@@ -359,7 +359,6 @@ MLP_POINTS: tuple[MlpPoint, ...] = (
 )
 
 
-
 @dataclass(frozen=True)
 class AttentionSaving:
     """The time a fused GEMM + all-reduce saves in a tensor-parallel attention block, timed

@@ -459,10 +459,10 @@ def _mlp_ms(mp, lookup=platform) -> dict[str, float]:
 def _attention_saving_row(a, lookup=platform) -> ValidationRow:
     """The output projection's cuBLAS GEMM + library all-reduce less the fused kernel, in
     the model, against the difference of the two published attention blocks."""
-    cfg = lookup(a.platform).study_config()
+    p = lookup(a.platform)
+    cfg = p.study_config()
     r = evaluate(cfg, GemmShape(*a.shape), a.tp, schemes=("sequential", a.scheme))
     saving_us = (r["sequential"].time_s - r[a.scheme].time_s) * 1e6
-    p = lookup(a.platform)
     ar = plan("all_reduce", a.shape[0] * a.shape[1] * cfg.kernel.bytes_per_element, a.tp, p.fabric, p.transport)
     note = (f"model: cuBLAS + {ar.algorithm}/{ar.protocol} {r['sequential'].time_s * 1e6:.1f} us, fused "
             f"{r[a.scheme].time_s * 1e6:.1f} us; published blocks {a.times_ms['baseline'] * 1e3:.1f} and "

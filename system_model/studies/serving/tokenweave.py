@@ -89,25 +89,26 @@ def _table(rows) -> dict[int, TokenWeaveConfig]:
 
 
 #: What it ships (``vllm/tokenweave_configs/llama_config_{8,4}.json``, commit f483d1c):
-#: Llama-3.3-70B, Llama 3 70B's architecture; (tokens, attention CTAs, MLP CTAs, offset).
+#: Llama-3.3-70B's, which its Llama code loads for every Llama model; keyed by family and
+#: TP; (tokens, attention CTAs, MLP CTAs, offset).
 SHIPPED_CONFIGS: dict[tuple[str, int], dict[int, TokenWeaveConfig]] = {
-    ("llama-3-70b", 8): _table(((1024, 4, 4, 0), (2048, 8, 8, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
-                                (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
-    ("llama-3-70b", 4): _table(((1024, 8, 8, 0), (2048, 8, 8, 0), (4096, 8, 8, 0), (8192, 8, 4, 0),
-                                (16384, 8, 4, 256), (32768, 4, 8, 0), (65536, 4, 2, 0))),
+    ("llama", 8): _table(((1024, 4, 4, 0), (2048, 8, 8, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
+                          (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
+    ("llama", 4): _table(((1024, 8, 8, 0), (2048, 8, 8, 0), (4096, 8, 8, 0), (8192, 8, 4, 0),
+                          (16384, 8, 4, 256), (32768, 4, 8, 0), (65536, 4, 2, 0))),
 }
 #: What its prefill figures ran (``artifact/figure_2_11/prefill_configs/llama_config_{8,4}.json``,
 #: copied over the shipped tables by its ``run.sh``): the validation points' configuration.
 PREFILL_FIGURE_CONFIGS: dict[tuple[str, int], dict[int, TokenWeaveConfig]] = {
-    ("llama-3-70b", 8): _table(((1024, 4, 2, 0), (2048, 4, 4, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
-                                (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
-    ("llama-3-70b", 4): SHIPPED_CONFIGS[("llama-3-70b", 4)],
+    ("llama", 8): _table(((1024, 4, 2, 0), (2048, 4, 4, 0), (4096, 4, 4, 0), (8192, 8, 4, 256),
+                          (16384, 8, 8, 256), (32768, 8, 4, 0), (65536, 4, 4, 0))),
+    ("llama", 4): SHIPPED_CONFIGS[("llama", 4)],
 }
 
 
 def _family(model: str) -> str:
     """The table a model's code loads: every Llama model runs its Llama code and tables."""
-    return "llama-3-70b" if model.startswith("llama-") else model
+    return "llama" if model.startswith("llama-") else model
 
 
 def tokenweave_config(model: str, tp: int, tokens: int, tables=None) -> TokenWeaveConfig:
