@@ -78,3 +78,75 @@ def test_the_readme_headline_is_the_committed_one():
         assert ("not reproduced" in verdict) == (not row["within"]), (figure, verdict)
         seen += 1
     assert seen == len(names)
+
+
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def _gpu(platform: str) -> str:
+    """How the prose names a platform: 'h200-sxm' is 'H200'."""
+    return platform.split("-")[0].upper()
+
+
+def _span(values, fmt: str) -> str:
+    return f"{min(values):{fmt}} to {max(values):{fmt}}"
+
+
+def test_the_serving_summary_is_the_committed_one():
+    """The serving verdicts that the README and docs/peers.md state by hand (how many points,
+    where each side wins, by how much) are what sim_results/peers_serving.json holds: a
+    model change that moves a verdict fails here until the prose follows."""
+    import json
+
+    data = json.loads((REPO / "sim_results" / "peers_serving.json").read_text())
+    points, layers = data["points"], data["prefill_layers"]
+    readme = " ".join((REPO / "README.md").read_text().split())
+    peers = " ".join((REPO / "docs" / "peers.md").read_text().split())
+    assert f"of the {len(points)}" in readme and f"Of the {len(points)} sublayer points" in peers
+    assert f"Of the {len(layers)} whole prefill layers" in peers
+
+    t3 = [p for p in points if p["verdict"] == "T3"]
+    software = [p for p in points if p["verdict"] == "software"]
+    tokenweave = [p for p in layers if p["verdict"] == "software"]
+    assert len(t3) + len(software) + sum(p["verdict"] == "within" for p in points) == len(points)
+
+    # T3's wins: one platform, model and TP, a run of token counts.
+    (platform, model, tp), = {(p["platform"], p["model"], p["tp"]) for p in t3}
+    tokens = _span([p["tokens"] for p in t3], ",") + " tokens"
+    assert (f"in serving on {_gpu(platform)} at TP {tp} (Llama 3 70B, {tokens}; "
+            f"{_span([p['t3_over_software'] for p in t3], '.2f')}x)") in readme
+    assert f"T3 wins at {_WORDS[len(t3)]}**: {_gpu(platform)}, Llama 3 70B at TP {tp}, {tokens}" in peers
+    assert model == "llama-3-70b"
+
+    # Software's wins in sublayers: its speed over T3's, and where.
+    ratio = _span([1 / p["t3_over_software"] for p in software], ".2f") + "x"
+    assert f"Software wins at {_WORDS[len(software)]}**" in peers and ratio in peers and f"({ratio})" in readme
+    where = {}
+    for p in software:
+        where.setdefault(_gpu(p["platform"]), []).append(p["tokens"])
+    for gpu, counts in where.items():
+        said = f"{gpu} at {' and '.join(str(t) for t in sorted(counts))}"
+        assert said in readme and said in peers, said
+
+    # TokenWeave's wins in whole prefill layers.
+    (gpu,), = {(_gpu(p["platform"]),) for p in tokenweave}
+    assert f"on {gpu} ({_span([1 / p['t3_over_best'] for p in tokenweave], '.2f')}x)" in readme
+    assert f"TokenWeave wins {_WORDS[len(tokenweave)]}, on {gpu}" in peers
+
+
+def test_the_validated_errors_quoted_are_the_committed_ones():
+    """docs/peers.md quotes the validated errors that decide its verdicts; they are those of
+    sim_results/peers_validation.md's table (each family's largest error)."""
+    import math
+    import re
+
+    table = dict(re.findall(r"^\| ([a-z_]+) \| ([\d.]+)% \|$",
+                            (REPO / "sim_results" / "peers_validation.md").read_text(), re.MULTILINE))
+    error = {k: float(v) for k, v in table.items()}
+    assert {"nccl_ring", "nccl_nvls", "custom", "triton_dist_rs", "rccl_ring", "copy_engine"} <= set(error)
+    peers = " ".join((REPO / "docs" / "peers.md").read_text().split())
+    pct = {k: f"{round(v)}%" for k, v in error.items()}
+    assert (f"validated error of NCCL's transports to {pct['nccl_ring']} (ring) and {pct['nccl_nvls']} (NVLS), "
+            f"and of the load-based all-reduce to {pct['custom']}") in peers
+    assert f"validated error of its GEMM + RS, ±{pct['triton_dist_rs']}" in peers
+    assert f"validated error (≤{math.ceil(max(error['rccl_ring'], error['copy_engine']))}%)" in peers
