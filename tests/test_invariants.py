@@ -300,6 +300,15 @@ def _times(results) -> dict[str, float]:
                      "nic_doorbell_ns": 1500.0}, (13360, 314, 2981), 2, "reduce_scatter", ("m", 1.03125)))
 @example(("mi300x", {"hbm_GBps": 2650.0, "link_bw_GBps_per_link": 128.0}, (256, 22026, 2981), 2, "all_reduce",
           ("m", 1.252)))
+# three waves whose first two read their A panels from DRAM (N 256: two tile columns, 66
+# tile rows a wave, 38 us each on a halved HBM) held T3's ring until 43 us, while N 513's
+# six waves of 26 rows put its first stage out at 21 us: the same latency-bound ring of 29
+# steps then ended 19 us sooner for twice the output (found by a random SEED, 2026-12-07;
+# T3 now also tries three and four even waves on fewer CUs for GEMMs of up to three waves);
+@example(("h100-sxm", {"hbm_GBps": 1675.0, "link_bw_GBps_per_link": 50.0, "scale_out_GBps_per_gpu": 50.0,
+                       "dram_latency_ns": 375.2, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
+                       "switch_reduce_latency_ns": 500.0, "nic_doorbell_ns": 1500.0, "max_split_k": 1},
+          (17154, 256, 2981), 30, "reduce_scatter", ("n", 2.0)))
 # A library that splits K: async-TP's per-rank matmuls (333 rows: 2 x 39 tiles of 256 x 128
 # on 108 SMs) split while the whole GEMM (3 x 39) did not, and async-TP beat ideal_rs, whose
 # GEMM bound counted only this shape's splits; the bound now counts every split offered.

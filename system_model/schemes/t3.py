@@ -132,22 +132,26 @@ LAUNCH_MAX_WAVES = 4
 
 def staged_launches(gemm) -> list[int]:
     """CU counts, fewer than ``gemm``'s, that the runtime may also launch a staged GEMM of
-    at most two waves on; T3 takes the fastest launch.
+    at most three waves on; T3 takes the fastest launch.
 
     A GEMM of one wave finishes every chunk at once and nothing overlaps (of two uneven
-    waves, most of it). On fewer CUs the first chunks leave while the rest computes:
-    * two even waves (``ceil(tiles / 2)`` CUs);
+    waves, most of it). A GEMM whose waves wait on DRAM (few tile columns: a wave spans many
+    tile rows and reads as many panels of A) puts its first chunk out only after a long
+    first wave. On fewer CUs the first chunks leave while the rest computes:
+    * two, three or four even waves (``ceil(tiles / w)`` CUs);
     * launches whose waves hold whole stages: ``ceil(largest stage's tiles / w)`` CUs, so
       that each stage fills ``w`` waves and its last tile is not pushed into the next
       stage's wave (159 + 156 tiles on 158 CUs put one tile of the first stage in the second
       wave and overlapped nothing), up to :data:`LAUNCH_MAX_WAVES` waves.
     The candidates follow the stage sizes, so a bigger GEMM is never offered a layout its
     smaller self is not (the invariant suite found M 13,360 -> 13,778 on an MI300X variant 6.6%
-    faster when only even halves were tried).
+    faster when only even halves were tried, and N 256 -> 513 on an H100 variant at TP 30 10%
+    faster when three-wave GEMMs were offered nothing: the bigger GEMM's six shorter waves
+    started the ring 22 us sooner).
     """
-    if gemm.waves > 2:
+    if gemm.waves >= LAUNCH_MAX_WAVES:
         return []
-    candidates = {math.ceil(gemm.tiles / 2)}
+    candidates = {math.ceil(gemm.tiles / w) for w in range(2, LAUNCH_MAX_WAVES + 1)}
     largest = max(gemm.stage_tiles)
     for w in range(1, LAUNCH_MAX_WAVES + 1):
         cus = math.ceil(largest / w)
