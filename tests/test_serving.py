@@ -495,14 +495,8 @@ def test_the_margin_is_the_same_whichever_side_leads():
     assert _margin(1.5) == pytest.approx(0.5) and _margin(1 / 1.5) == pytest.approx(0.5) and _margin(1.0) == 0.0
 
 
-# -- a known defect: T3's ring when a GPU's rows are fewer than a tile row -------------------
+# -- T3's ring when a GPU's rows are fewer than a tile row --------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known defect (found by the sceptic review of 2026-12-07): T3's GEMM is staged by tile rows "
-    "(kernels.gemm.stage_tile_rows); with fewer than tp x tile_m rows a tile row's bytes go to the "
-    "first stage that needs it and the other stages are empty, and the ring finishes an empty stage "
-    "at once, with no hop: a decode reduce-scatter then takes one hop where it needs tp - 1. The "
-    "stages must be the chunks (output / tp each, by tile columns where rows are few)"))
 @pytest.mark.parametrize(("preset", "shape", "tp"), [
     ("h100-sxm", (128, 8192, 8192), 16),
     ("mi210", (1, 8192, 1024), 8),
@@ -510,8 +504,11 @@ def test_the_margin_is_the_same_whichever_side_leads():
 def test_t3_ring_after_a_one_wave_gemm_takes_a_hop_per_step(preset, shape, tp):
     """After a GEMM of one wave every chunk exists at once, and T3's reduce-scatter still needs
     tp - 1 steps, one after another, each at least a hop: T3 ends no sooner than its GEMM's end
-    plus tp - 1 hops. (The case must be a one-wave GEMM; if it is not, the test errors rather
-    than counting as the expected failure.)"""
+    plus tp - 1 hops. (The case must be a one-wave GEMM; if it is not, the test errors.)
+
+    A regression: T3's stages were whole tile rows, and with fewer than tp x tile_m rows the
+    first stage held the tile row's bytes and the others were empty, finished at once with no
+    hop (found by the sceptic review of 2026-12-07). Each stage is now its chunk, output / tp."""
     cfg = PLATFORMS[preset].study_config()
     sub = Sublayer(cfg, GemmShape(*shape), tp, "reduce_scatter")
     if sub.gemm(stages=tp, stores_cached=False).waves != 1:

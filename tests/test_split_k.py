@@ -54,9 +54,9 @@ def test_split_traffic_and_timing_by_hand(split):
     # operand byte is read from DRAM exactly once, split or not.
     shape = GemmShape(256, 1024, 4096)
     unsplit, kernel = GemmKernelConfig(), GemmKernelConfig(split_k=split)
-    reads1, items1, stages1, bytes1, ws1 = wave_traffic(shape, unsplit, cus=1000, l2_bytes=1e12,
+    reads1, items1, stages1, bytes1, ws1, _ = wave_traffic(shape, unsplit, cus=1000, l2_bytes=1e12,
                                                         stores_cached=True, stages=1)
-    reads, items, stages, out, ws = wave_traffic(shape, kernel, cus=1000, l2_bytes=1e12, stores_cached=True,
+    reads, items, stages, out, ws, _ = wave_traffic(shape, kernel, cus=1000, l2_bytes=1e12, stores_cached=True,
                                                  stages=1)
     compulsory = (2 * 128 * 4096 + 8 * 128 * 4096) * 2           # two A panels and eight B panels
     assert sum(reads1) == sum(reads) == compulsory

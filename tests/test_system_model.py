@@ -9,6 +9,8 @@ import math
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from system_model.describe.block_timing import load_block_timing
 from system_model.describe.config import StudyConfig
@@ -19,7 +21,7 @@ from system_model.describe.models import MODELS, GemmShape, sublayer_gemm
 from system_model.describe.presets import PLATFORMS, PRESETS, preset
 from system_model.describe.transport import TransportConfig
 from system_model.kernels.collectives import crossings, hardware_rs_crossings, plan
-from system_model.kernels.gemm import gemm_timing, stage_tile_rows, tile_order, wave_traffic
+from system_model.kernels.gemm import gemm_timing, stage_row_overlaps, stage_tile_rows, tile_order, wave_traffic
 from system_model.schemes import BOUNDS, PAPER_SCHEMES, evaluate
 from system_model.schemes.context import Sublayer
 from system_model.schemes.t3 import hardware_rs_on_timeline, hardware_rs_s, t3_ring
@@ -128,18 +130,19 @@ def test_l2_reuse_distance_by_hand():
     out = 128 * 128 * 2                      # an output tile: 32 KiB
     # Wave footprint: 2 A + 1 B panels, plus 2 output tiles when stores allocate.
     # Big L2: only compulsory misses (2 A panels once, every B panel once).
-    reads, tiles, stage_tiles, stage_bytes, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=1e9, stores_cached=True,
-                                                          stages=1)
+    reads, tiles, stage_tiles, stage_bytes, _, by_wave = wave_traffic(shape, kernel, cus=2, l2_bytes=1e9,
+                                                                     stores_cached=True, stages=1)
     assert reads == (3 * panel, panel, panel, panel) and tiles == (2,) * 4
     assert stage_tiles == (8,) and stage_bytes == (256 * 512 * 2,)
+    assert by_wave == (((0, 2 * out),),) * 4           # each wave completes two tiles of the stage
     # The one stage ends with the last of the 4 waves.
     big_l2 = replace(TOY_GPU, l2_MB=1e3)
     assert gemm_timing(shape, big_l2, kernel, stages=1).stage_end_waves == (3,)
     # An L2 that holds one wave's operands but not its outputs as well: the A panels reused
     # by the next wave hit only when the stores bypass the L2 (T3).
     l2 = 3 * panel + out
-    cached, _, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=True, stages=1)
-    bypass, _, _, _, _ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=False, stages=1)
+    cached, *_ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=True, stages=1)
+    bypass, *_ = wave_traffic(shape, kernel, cus=2, l2_bytes=l2, stores_cached=False, stages=1)
     assert cached == (3 * panel,) * 4
     assert bypass == (3 * panel, panel, panel, panel)
 
@@ -510,3 +513,34 @@ def test_t3_paper_preset_dram_cut_max(paper_study):
     set_name, paper, tolerance = PAPER_FIGURES["dram_cut_max"]
     ours = paper_study[set_name].dram_cut_max["t3_mca"]
     assert abs(ours - paper) <= tolerance
+
+
+def test_stages_are_the_chunks_whatever_the_tile_rows():
+    """Every stage is output / stages bytes, its rows of C: with fewer rows than stages x
+    tile_m several stages share a tile row (a decode step's one row is 8 chunks at TP 8),
+    each done when that tile row is, none empty."""
+    rows, stages_of, shared = stage_row_overlaps(1, 128, 8)
+    assert rows.tolist() == [0] * 8 and stages_of.tolist() == list(range(8))
+    assert shared.tolist() == pytest.approx([1 / 8] * 8)
+    # 300 rows in 128-row tiles and 8 stages of 37.5 rows: tile row 1 (rows 128-255) holds
+    # the end of stage 3, stages 4-5 and the start of stage 6.
+    rows, stages_of, shared = stage_row_overlaps(300, 128, 8)
+    one = {int(s): float(x) for r, s, x in zip(rows, stages_of, shared, strict=True) if r == 1}
+    assert one == pytest.approx({3: 150 - 128, 4: 37.5, 5: 37.5, 6: 256 - 225})
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 5000), n=st.integers(1, 3000), stages=st.integers(1, 64), cus=st.integers(1, 200),
+       tile=st.sampled_from([(64, 64), (128, 128), (256, 128)]), split=st.sampled_from([1, 2, 4]))
+def test_waves_complete_each_stage_exactly(m, n, stages, cus, tile, split):
+    """The waves' output, stage by stage, adds up to each stage's m / stages rows of C, and a
+    stage's bytes all exist by its end wave (conservation of the output, whatever the tiles)."""
+    shape, kernel = GemmShape(m, n, 64), GemmKernelConfig(tile_m=tile[0], tile_n=tile[1], split_k=split)
+    g = gemm_timing(shape, replace(TOY_GPU, cus=200), kernel, stages=stages, cus=cus)
+    assert g.stage_bytes == pytest.approx((m / stages * n * 2,) * stages)
+    got = [0.0] * stages
+    for w, parts in enumerate(g.stage_bytes_by_wave):
+        for s, b in parts.items():
+            assert w <= g.stage_end_waves[s], f"wave {w} completes stage {s} after its end wave"
+            got[s] += b
+    assert got == pytest.approx(list(g.stage_bytes), rel=1e-9)

@@ -3,7 +3,8 @@ the kernel a library would run.
 
 One order for timing and traffic. Each CU computes one ``tile_m x tile_n`` tile of C at a
 time; tiles are dispatched in row-major order (tile row by tile row, which T3's staged
-GEMM needs: a stage is a range of C's rows), ``cus`` at a time, so wave ``w`` holds tiles
+GEMM needs: a stage is a range of C's rows, ``M / stages`` of them, the chunk the
+reduce-scatter forwards however the tile rows fall), ``cus`` at a time, so wave ``w`` holds tiles
 ``w*cus .. (w+1)*cus - 1``. A wave's CUs step through K together, one ``k_tile`` slice at a
 time, reading for each tile row it touches an A slice (``tile_m x k_tile``) and for each
 tile column a B slice (``k_tile x tile_n``).
@@ -39,9 +40,9 @@ from ..describe.kernels import GemmKernelConfig
 from ..describe.models import GemmShape
 from ..describe.units import check_int_range
 
-__all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "wave_cap_per_s",
-           "gemm_alone_s", "choose_kernel", "split_variants", "library_variants", "waves_floor_s", "wave_stage_bytes",
-           "wave_stage_share", "wave_bytes_before"]
+__all__ = ["GemmTiming", "gemm_timing", "wave_traffic", "tile_order", "stage_tile_rows", "stage_row_overlaps",
+           "wave_cap_per_s", "gemm_alone_s", "choose_kernel", "split_variants", "library_variants", "waves_floor_s",
+           "wave_stage_bytes", "wave_stage_share", "wave_bytes_before"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class GemmTiming:
     split_k: int = 1
     #: Per wave, split-K's partial sums written to the workspace and read back (bytes).
     wave_workspace_bytes: tuple[float, ...] = ()
+    #: Per wave, ``(stage, bytes)`` of the output it completes; empty: each stage's bytes
+    #: spread evenly over its own tiles (a GEMM whose stages are whole tiles: the crosscheck's).
+    wave_stage_parts: tuple[tuple[tuple[int, float], ...], ...] = ()
 
     @property
     def waves(self) -> int:
@@ -122,6 +126,8 @@ class GemmTiming:
     @functools.cached_property
     def stage_bytes_by_wave(self) -> tuple[dict[int, float], ...]:
         """Output bytes each wave completes, by stage."""
+        if self.wave_stage_parts:
+            return tuple(dict(parts) for parts in self.wave_stage_parts)
         out = [dict() for _ in range(self.waves)]
         start = 0
         for s, (tiles, nbytes) in enumerate(zip(self.stage_tiles, self.stage_bytes, strict=True)):
@@ -202,10 +208,34 @@ def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_ro
 def stage_tile_rows(m: int, tile_m: int, stages: int) -> tuple[int, ...]:
     """New tile rows each stage needs: stage ``s`` holds C's rows ``s*m/stages`` up to the
     next stage's, and is done when every tile row overlapping them is; a stage whose rows
-    lie inside a tile row an earlier stage needed adds none (0)."""
+    lie inside a tile row an earlier stage needed adds none (0), though its rows are its own
+    (:func:`stage_row_overlaps`)."""
     tiles_m = math.ceil(m / tile_m)
     needed = [min(tiles_m, math.ceil((s + 1) * m / stages / tile_m)) for s in range(stages)]
     return tuple(b - a for a, b in zip([0, *needed], needed, strict=False))
+
+
+def stage_row_overlaps(m: int, tile_m: int, stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(tile row, stage, rows)``: how many of C's rows each tile row shares with each stage
+    it overlaps, every stage exactly ``m / stages`` rows (a fraction of a row where the
+    stages outnumber the rows: a chunk of the flat output, as the collective splits it).
+
+    A stage is a chunk of the reduce-scatter, ``output / stages`` bytes whatever the tiles
+    (``Sublayer.chunk``, which T3's ring and its bound forward step by step); the tiles only
+    decide when it is done. Stages that lie inside one tile row (a decode step's few rows)
+    are each their own chunk, done together when that tile row is."""
+    tiles_m = math.ceil(m / tile_m)
+    rows, stages_of, shared = [], [], []
+    for r in range(tiles_m):
+        lo, hi = r * tile_m, min((r + 1) * tile_m, m)
+        first, last = (lo * stages) // m, -(-hi * stages // m) - 1
+        for s in range(first, last + 1):
+            overlap = min(hi, (s + 1) * m / stages) - max(lo, s * m / stages)
+            if overlap > 0:
+                rows.append(r)
+                stages_of.append(s)
+                shared.append(overlap)
+    return np.array(rows, dtype=np.int64), np.array(stages_of, dtype=np.int64), np.array(shared, dtype=float)
 
 
 #: fp32 accumulators: the bytes of one partial sum in a split-K workspace.
@@ -215,11 +245,12 @@ PARTIAL_SUM_BYTES = 4
 @functools.lru_cache(maxsize=8192)
 def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
                  stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...],
-                                       tuple[float, ...]]:
+                                       tuple[float, ...], tuple[tuple[tuple[int, float], ...], ...]]:
     """Per wave, DRAM read bytes and work items (a tile's K parts, :attr:`split_k` of them,
     one after another in the dispatch order) under the reuse-distance LRU model of the L2,
     and its split-K workspace bytes (partial sums written, and read back by a tile's last
-    part); per stage, its work items and output bytes.
+    part); per stage, its work items and output bytes; and per wave, ``(stage, bytes)`` of
+    the output it completes.
 
     With K split, a panel is a part's slice of it (``tile_m x K / split_k``), shared by the
     wave's items of the same part. The workspace is charged to the DRAM in full: an upper
@@ -233,6 +264,7 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     a_panel, b_panel = kernel.tile_m * k_part * e, kernel.tile_n * k_part * e
     out_tile = kernel.tile_m * kernel.tile_n * e
     partial = np.zeros(len(order) * split)
+    item_rows, item_cols = np.repeat(order[:, 0], split), np.repeat(order[:, 1], split)
     if split > 1:
         # Each tile's parts follow one another; a panel's index names its part too.
         part = np.tile(np.arange(split), len(order))
@@ -278,12 +310,36 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     reads = misses(a_uses) * a_panel + misses(b_uses) * b_panel
     workspace = np.bincount(wave_of, weights=partial, minlength=waves)
     stage_tiles = tuple(r * tiles_n for r in rows_per_stage)     # (tiles_n counts the parts)
-    # Output bytes per stage: its tile rows' real rows of C (the last tile row may be short).
-    row_end = np.minimum(np.cumsum(rows_per_stage) * kernel.tile_m, shape.m)
-    row_start = np.concatenate([[0], row_end[:-1]])
-    stage_bytes = tuple(float(b) for b in (row_end - row_start) * shape.n * e)
+    # Output bytes per stage: its rows of C, m / stages of them (the chunk).
+    stage_bytes = tuple(shape.m / stages * shape.n * e for _ in range(stages))
+    by_wave = _wave_stage_parts(shape, kernel, item_rows, item_cols, wave_of, waves, stages)
     return (tuple(float(x) for x in reads), tuple(int(c) for c in counts), stage_tiles, stage_bytes,
-            tuple(float(x) for x in workspace))
+            tuple(float(x) for x in workspace), by_wave)
+
+
+def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.ndarray, item_cols: np.ndarray,
+                      wave_of: np.ndarray, waves: int, stages: int) -> tuple[tuple[tuple[int, float], ...], ...]:
+    """Per wave, ``(stage, output bytes)`` its work items complete: each tile's real area of
+    C split between the stages its rows belong to (a K part carries its share of the tile)."""
+    e = kernel.bytes_per_element
+    tiles_m = math.ceil(shape.m / kernel.tile_m)
+    width = np.minimum(kernel.tile_n, shape.n - item_cols * kernel.tile_n) * e / kernel.split_k
+    # Bytes per column of C's rows, per (wave, tile row): the tile row's columns the wave did.
+    key, inverse = np.unique(wave_of * tiles_m + item_rows, return_inverse=True)
+    per_row = np.bincount(inverse, weights=width)
+    w, r = key // tiles_m, key % tiles_m
+    o_rows, o_stages, o_shared = stage_row_overlaps(shape.m, kernel.tile_m, stages)
+    first = np.searchsorted(o_rows, r)
+    count = np.searchsorted(o_rows, r, side="right") - first
+    pick = np.repeat(first, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
+    ws = np.repeat(w, count) * stages + o_stages[pick]
+    nbytes = np.repeat(per_row, count) * o_shared[pick]
+    key2, inverse2 = np.unique(ws, return_inverse=True)
+    totals = np.bincount(inverse2, weights=nbytes)
+    out: list[list[tuple[int, float]]] = [[] for _ in range(waves)]
+    for k, b in zip(key2.tolist(), totals.tolist(), strict=True):
+        out[k // stages].append((k % stages, b))
+    return tuple(tuple(p) for p in out)
 
 
 def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
@@ -299,11 +355,11 @@ def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, s
 @functools.lru_cache(maxsize=8192)
 def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
                  stores_cached: bool, stages: int) -> GemmTiming:
-    reads, counts, stage_tiles, stage_bytes, workspace = wave_traffic(
+    reads, counts, stage_tiles, stage_bytes, workspace, by_wave = wave_traffic(
         shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached, stages=stages)
     return GemmTiming(**_work_items(shape, gpu, kernel, cus), wave_reads=reads, wave_tiles=counts,
                       stage_tiles=stage_tiles, stage_bytes=stage_bytes, stores_cached=stores_cached,
-                      wave_workspace_bytes=workspace)
+                      wave_workspace_bytes=workspace, wave_stage_parts=by_wave)
 
 
 def _work_items(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int) -> dict:

@@ -143,12 +143,6 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
              "sent_bytes": 0.0}
     total_bytes = sum(gemm.stage_bytes)
     finished: list[float] = []
-    cum = []
-    acc = 0
-    for tiles in gemm.stage_tiles:
-        acc += tiles
-        cum.append(acc)
-
     def next_collective(e: Engine) -> None:
         # The stages done by now go as one collective: one all-reduce of their rows, rather
         # than one after another, each paying the library's latency again (a split that
@@ -189,9 +183,9 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         start_collective(e, sub, p, name=name, on_end=done, timeline=timeline if record else None)
 
     ends: dict[int, list[int]] = {}
-    for s, total in enumerate(cum):
-        if gemm.stage_tiles[s] > 0:
-            ends.setdefault((total - 1) // gemm.cus, []).append(s)
+    for s, w in enumerate(gemm.stage_end_waves):
+        # (a stage inside a tile row an earlier stage needed is done with that stage)
+        ends.setdefault(w, []).append(s)
 
     def on_wave(e: Engine, w: int) -> None:
         state["waves_done"], state["wave_end"] = w + 1, e.now

@@ -156,8 +156,9 @@ def async_tp(sub: Sublayer, *, record: bool = False) -> SchemeResult:
 
 def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int], start_send, record: bool,
                   policy: str = "rr") -> tuple[Engine, dict]:
-    """A GEMM whose stages (``groups``: tiles per group) are sent one after another as each
-    completes: ``start_send(engine, stage, on_end)`` starts the send of a stage."""
+    """A GEMM whose stages (``groups``: new tiles per group; a group of none is done with the
+    group before it) are sent one after another as each completes: ``start_send(engine,
+    stage, on_end)`` starts the send of a stage."""
     engine = sub.engine(policy, record=record)
     cum, acc = [], 0
     for tiles in groups:
@@ -179,8 +180,7 @@ def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int], start_
 
     ends = {}
     for s, total in enumerate(cum):
-        if groups[s] > 0:
-            ends.setdefault((total - 1) // gemm.cus, []).append(s)
+        ends.setdefault((max(total, 1) - 1) // gemm.cus, []).append(s)
 
     def on_wave(e: Engine, w: int) -> None:
         state["pending"].extend(ends.get(w, []))
