@@ -88,6 +88,12 @@ def _gpu(platform: str) -> str:
     return platform.split("-")[0].upper()
 
 
+def _model(name: str) -> str:
+    """How the prose names a model: 'llama-3-70b' is 'Llama 3 70B'."""
+    family, version, size = name.split("-")
+    return f"{family.capitalize()} {version} {size.upper()}"
+
+
 def _span(values, fmt: str) -> str:
     low, high = f"{min(values):{fmt}}", f"{max(values):{fmt}}"
     return low if low == high else f"{low} to {high}"
@@ -117,13 +123,15 @@ def test_the_serving_summary_is_the_committed_one():
     tokenweave = [p for p in layers if p["verdict"] == "software"]
     assert len(t3) + len(software) + sum(p["verdict"] == "within" for p in points) == len(points)
 
-    # T3's wins: one platform, model and TP, a run of token counts.
-    (platform, model, tp), = {(p["platform"], p["model"], p["tp"]) for p in t3}
-    tokens = _span([p["tokens"] for p in t3], ",") + " tokens"
-    assert (f"in serving on {_gpu(platform)} at TP {tp} (Llama 3 70B, {tokens}; "
-            f"{_span([p['t3_over_software'] for p in t3], '.2f')}x)") in readme
-    assert f"T3 wins at {_WORDS[len(t3)]}**: {_gpu(platform)}, Llama 3 70B at TP {tp}, {tokens}" in peers
-    assert model == "llama-3-70b"
+    # T3's wins: one platform and TP; per model a run of token counts and T3's lead there.
+    (platform, tp), = {(p["platform"], p["tp"]) for p in t3}
+    assert f"in serving on {_gpu(platform)} at TP {tp} (" in readme
+    assert f"T3 wins at {_WORDS[len(t3)]}**: {_gpu(platform)} at TP {tp}" in peers
+    for model in sorted({p["model"] for p in t3}):
+        wins = [p for p in t3 if p["model"] == model]
+        said = (f"{_model(model)} at {_span([p['tokens'] for p in wins], ',')} tokens, "
+                f"{_span([p['t3_over_software'] for p in wins], '.2f')}x")
+        assert said in readme and said in peers, said
 
     # Software's wins in sublayers: where, and its speed over T3's there.
     assert f"Software wins at {_WORDS[len(software)]}**" in peers

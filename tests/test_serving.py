@@ -515,3 +515,24 @@ def test_t3_ring_after_a_one_wave_gemm_takes_a_hop_per_step(preset, shape, tp):
         raise RuntimeError(f"{preset} {shape} is no longer a one-wave GEMM: choose another case")
     t3 = evaluate(cfg, GemmShape(*shape), tp, schemes=("t3",), collective="reduce_scatter")["t3"]
     assert t3.time_s >= t3.gemm_s + (tp - 1) * sub.latency_s
+
+
+@pytest.mark.parametrize(("preset", "shape", "tp"), [
+    ("mi210", (1, 8192, 3584), 8),
+    ("mi210", (16, 8192, 1024), 8),
+    ("h100-sxm", (32, 8192, 3584), 8),
+])
+def test_an_all_reduce_may_cut_a_decode_gemm_by_columns(preset, shape, tp):
+    """An all-reduce's chunks may be columns: a GEMM of one tile row cut by columns is its
+    transpose cut by rows (the same tiles and panels), so T3 runs it as fast as the
+    transposed GEMM, which has the tile rows to stage; a reduce-scatter, which must leave each
+    GPU its rows, is offered rows only."""
+    m, n, k = shape
+    cfg = PLATFORMS[preset].study_config()
+    assert Sublayer(cfg, GemmShape(m, n, k), tp, "all_reduce").stage_layouts == (False, True)
+    assert Sublayer(cfg, GemmShape(m, n, k), tp, "reduce_scatter").stage_layouts == (False,)
+    cut = evaluate(cfg, GemmShape(m, n, k), tp, schemes=("t3",), collective="all_reduce")["t3"]
+    transposed = evaluate(cfg, GemmShape(n, m, k), tp, schemes=("t3",), collective="all_reduce")["t3"]
+    assert cut.time_s == pytest.approx(transposed.time_s, rel=1e-9)
+    rows_only = evaluate(cfg, GemmShape(m, n, k), tp, schemes=("t3",), collective="reduce_scatter")["t3"]
+    assert cut.time_s <= rows_only.time_s + Sublayer(cfg, GemmShape(m, n, k), tp, "all_reduce").after_rs_s

@@ -343,20 +343,31 @@ def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.
 
 
 def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
-                stores_cached: bool = True) -> GemmTiming:
+                stores_cached: bool = True, stage_columns: bool = False) -> GemmTiming:
     """Waves and traffic of ``shape`` dispatched in ``stages`` row ranges on ``cus`` CUs
-    (default: all); ``stores_cached=False`` for T3's tracked stores, which bypass the L2."""
+    (default: all); ``stores_cached=False`` for T3's tracked stores, which bypass the L2.
+
+    ``stage_columns``: the stages are ranges of C's columns instead (``N / stages`` each, all
+    rows; the raster groups tile columns and walks them row by row): the same GEMM
+    transposed, as an all-reduce may cut a GEMM of few rows, whose row stages would all end
+    in its one tile row."""
     cus = gpu.cus if cus is None else cus
     check_int_range("cus", cus, 1, gpu.cus)
     check_int_range("stages", stages, 1, 1 << 16)
-    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages)
+    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages, stage_columns)
 
 
 @functools.lru_cache(maxsize=8192)
 def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
-                 stores_cached: bool, stages: int) -> GemmTiming:
+                 stores_cached: bool, stages: int, stage_columns: bool = False) -> GemmTiming:
+    # Column stages are the transposed GEMM's row stages: C^T = B^T A^T, its tiles the same
+    # tiles (tile_m and tile_n swapped), its panels the same panels.
+    traffic_shape, traffic_kernel = ((GemmShape(shape.n, shape.m, shape.k),
+                                      replace(kernel, tile_m=kernel.tile_n, tile_n=kernel.tile_m))
+                                     if stage_columns else (shape, kernel))
     reads, counts, stage_tiles, stage_bytes, workspace, by_wave = wave_traffic(
-        shape, kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached, stages=stages)
+        traffic_shape, traffic_kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached,
+        stages=stages)
     return GemmTiming(**_work_items(shape, gpu, kernel, cus), wave_reads=reads, wave_tiles=counts,
                       stage_tiles=stage_tiles, stage_bytes=stage_bytes, stores_cached=stores_cached,
                       wave_workspace_bytes=workspace, wave_stage_parts=by_wave)

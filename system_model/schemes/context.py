@@ -270,10 +270,23 @@ class Sublayer:
         return Sublayer(self.cfg, self.shape, self.tp, self.collective, kernel)
 
     def gemm(self, *, stages: int = 1, cus: int | None = None, stores_cached: bool = True,
-             shape: GemmShape | None = None) -> GemmTiming:
+             shape: GemmShape | None = None, stage_columns: bool = False) -> GemmTiming:
         shape = self.shape if shape is None else shape
         kernel = self.kernel if shape == self.shape else choose_kernel(shape, self.gpu, self.cfg.kernels, cus=cus)
-        return gemm_timing(shape, self.gpu, kernel, stages=stages, cus=cus, stores_cached=stores_cached)
+        return gemm_timing(shape, self.gpu, kernel, stages=stages, cus=cus, stores_cached=stores_cached,
+                           stage_columns=stage_columns)
+
+    @functools.cached_property
+    def stage_layouts(self) -> tuple[bool, ...]:
+        """How a scheme that stages its GEMM (one chunk per GPU) may cut the output: by rows
+        (False), and for an all-reduce whose GEMM has fewer tile rows than GPUs (a decode
+        step's) and more tile columns than rows, also by columns (True). Row stages there
+        all end with the one tile row that holds them, so nothing leaves before the GEMM
+        ends; an all-reduce may cut its buffer either way (its all-gather makes it whole),
+        a reduce-scatter must leave each GPU its rows."""
+        tiles_m = math.ceil(self.shape.m / self.kernel.tile_m)
+        tiles_n = math.ceil(self.shape.n / self.kernel.tile_n)
+        return (False, True) if self.all_reduce and tiles_m < self.tp and tiles_n > tiles_m else (False,)
 
     @functools.cached_property
     def gemm_alone_s(self) -> float:

@@ -61,8 +61,14 @@ def _reduce_kernel(engine: Engine, sub: Sublayer, chunks: int, on_end, name: str
 def flux(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     if (n := direct_na(sub, "flux")) is not None:
         return n
+    # Its GEMM cut as the sublayer allows (by columns too for an all-reduce of few rows, as
+    # T3's: a fair comparison gives both the same choice).
+    runs = [_flux(sub, record, sub.gemm(stages=sub.tp, stage_columns=c)) for c in sub.stage_layouts]
+    return min(runs, key=lambda r: r.time_s)
+
+
+def _flux(sub: Sublayer, record: bool, gemm) -> SchemeResult:
     tp = sub.tp
-    gemm = sub.gemm(stages=tp)
     sb = gemm.stage_bytes
     peers = sum(sb[:-1])
     engine = sub.engine("rr", record=record)
