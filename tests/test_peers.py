@@ -437,3 +437,21 @@ def test_flashoverlap_keeps_the_fastest_grouping():
     for shape in (GemmShape(8103, 256, 8103), GemmShape(8192, 8192, 4096)):
         r = _run(p, shape, 8, schemes=("sequential", "flashoverlap"), collective="reduce_scatter")
         assert r["flashoverlap"].time_s <= r["sequential"].time_s
+
+
+def test_triton_dist_rs_copies_a_chunk_only_once_its_rows_are_done():
+    """Its copy engine takes a chunk when the chunk's counter is full: every tile of its rows
+    stored. A regression (found by the sceptic review of 2026-12-07): with chunks of M / TP
+    rows a tile row can hold the end of one chunk and the start of the next, and counting
+    bytes stored started a copy before its chunk's last tile row existed. Here the last
+    peer chunk ends in the GEMM's last wave, so its copy follows the GEMM."""
+    from system_model.schemes.context import Sublayer
+
+    cfg = PLATFORMS["h800-sxm"].study_config()
+    shape, tp = GemmShape(757, 14971, 6326), 4
+    sub = Sublayer(cfg, shape, tp, "reduce_scatter")
+    r = evaluate(cfg, shape, tp, schemes=("triton_dist_rs",), collective="reduce_scatter")["triton_dist_rs"]
+    gemm = sub.gemm(stages=tp)                       # the sublayer's kernel, which it runs
+    assert gemm.stage_end_waves[tp - 2] == gemm.waves - 1, "choose a case whose last peer chunk ends last"
+    pair = sub.fabric.pair_Bps(tp) * cfg.system.transport.ce_link_efficiency
+    assert r.time_s >= r.gemm_s + sub.signal_s + sub.chunk / pair

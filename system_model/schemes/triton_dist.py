@@ -147,16 +147,14 @@ def overlap_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     pair_cap = sub.fabric.pair_Bps(tp) * sub.transport.ce_link_efficiency
     demand = {"link": 1.0 / sub.transport.ce_link_efficiency, DRAM: 2.0, GRANTS: 2.0}  # read here, a peer's lands here
     engine = sub.engine("rr", record=record)
-    cum, acc = [], 0.0
-    for b in sb[:-1]:
-        acc += b
-        cum.append(acc)
-    state = {"stored": 0.0, "next": 0, "busy": False, "copies": 0, "gemm": None}
+    state = {"waves": 0, "next": 0, "busy": False, "copies": 0, "gemm": None}
 
     def pump(e: Engine) -> None:
-        """The copy engine copies the ranks' chunks in order, each once its counter is full."""
+        """The copy engine copies the ranks' chunks in order, each once its counter is full:
+        every tile of its rows stored (its last wave done; a tile row may hold the end of one
+        chunk and the start of the next, so bytes stored are no measure)."""
         j = state["next"]
-        if state["busy"] or j >= tp - 1 or state["stored"] < cum[j] * (1 - 1e-12):
+        if state["busy"] or j >= tp - 1 or state["waves"] <= gemm.stage_end_waves[j]:
             return
         state["busy"], state["next"] = True, j + 1
 
@@ -169,7 +167,7 @@ def overlap_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
                                                    done))
 
     def on_wave(e: Engine, w: int) -> None:
-        state["stored"] += sum(wave_stage_bytes(gemm, w).values())
+        state["waves"] = w + 1
         pump(e)
 
     def finish(e: Engine) -> None:
