@@ -545,12 +545,15 @@ def test_stages_are_the_chunks_whatever_the_tile_rows():
 
 @settings(max_examples=200, deadline=None)
 @given(m=st.integers(1, 5000), n=st.integers(1, 3000), stages=st.integers(1, 64), cus=st.integers(1, 200),
-       tile=st.sampled_from([(64, 64), (128, 128), (256, 128)]), split=st.sampled_from([1, 2, 4]))
-def test_waves_complete_each_stage_exactly(m, n, stages, cus, tile, split):
-    """The waves' output, stage by stage, adds up to each stage's m / stages rows of C, and a
-    stage's bytes all exist by its end wave (conservation of the output, whatever the tiles)."""
+       tile=st.sampled_from([(64, 64), (128, 128), (256, 128)]), split=st.sampled_from([1, 2, 4]),
+       columns=st.booleans())
+def test_waves_complete_each_stage_exactly(m, n, stages, cus, tile, split, columns):
+    """The waves' output, stage by stage, adds up to each stage's share of C (m / stages rows,
+    or by columns n / stages columns: the same bytes), and a stage's bytes all exist by its
+    end wave (conservation of the output, whatever the tiles and the cut)."""
     shape, kernel = GemmShape(m, n, 64), GemmKernelConfig(tile_m=tile[0], tile_n=tile[1], split_k=split)
-    g = gemm_timing(shape, replace(TOY_GPU, cus=200), kernel, stages=stages, cus=cus)
+    g = gemm_timing(shape, replace(TOY_GPU, cus=200), kernel, stages=stages, cus=cus, stage_columns=columns)
+    assert g.tiles == sum(g.wave_tiles) == sum(g.stage_tiles)
     assert g.stage_bytes == pytest.approx((m / stages * n * 2,) * stages)
     got = [0.0] * stages
     for w, parts in enumerate(g.stage_bytes_by_wave):

@@ -143,6 +143,7 @@ def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
              "sent_bytes": 0.0}
     total_bytes = sum(gemm.stage_bytes)
     finished: list[float] = []
+
     def next_collective(e: Engine) -> None:
         # The stages done by now go as one collective: one all-reduce of their rows, rather
         # than one after another, each paying the library's latency again (a split that
