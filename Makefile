@@ -50,7 +50,7 @@ cxx: ## Install g++, make and perl with apt-get if missing (Verilator's trace ru
 
 TEST_JOBS ?= auto
 test: $(STAMP) iverilog cxx ## Run every test: unit tests and cocotb benches, one worker per core (SEED=, WAVES=1, SIM=, TEST_JOBS=)
-	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 soak: $(STAMP) iverilog cxx ## 10^7 trace-checked cycles per block on every core, every cocotb matrix cell, the big ring regressions, the model's invariants on the row-aware DRAM, Llama-3 70B FC-2 through the 8-GPU RTL ring (SEED=)
 	$(PY) -m tb.trace.soak --total 10000000

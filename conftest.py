@@ -32,20 +32,23 @@ def pytest_configure(config):
         core.global_force_seed = base_seed()
 
 
-#: The test files that take longest in ``make test``, longest first (each over 15 s of one
-#: worker's time; measured with ``pytest --junitxml`` on 2026-12-07). ``--dist loadfile`` hands
-#: the files out in collection order, so a long file given out last keeps one core busy while
-#: the other idles (tb/ring alone is about a quarter of the suite): longest first is the
-#: classic remedy (LPT scheduling). Only the order changes, never what runs; a file not
-#: listed keeps its collected place after these, and a stale list costs only balance.
+#: The test files that take longest in ``make test``, longest first (each over 10 s of one
+#: worker's time in a clean clone with an empty model cache, both workers busy; measured on
+#: 2026-12-07 by timing every test of ``make test``). ``--dist loadfile`` hands the files out
+#: in collection order (``make test`` passes ``--no-loadscope-reorder``: by default
+#: pytest-xdist reorders them by their number of tests, which gave the 130 s invariant
+#: suite, one test, out last while the other worker idled for 100 s), so a long file given
+#: out last keeps one core busy while the other idles: longest first is the classic remedy
+#: (LPT scheduling). Only the order changes, never what runs; a file not listed keeps its
+#: collected place after these, and a stale list costs only balance.
 LONGEST_FIRST = (
-    "tb/ring/test_ring.py", "tests/test_fast_replay.py", "tests/test_invariants.py",
-    "tb/gemm_ring/test_gemm_ring.py", "tests/test_fp_add.py", "tb/nmc/test_nmc.py",
-    "tests/test_characterize.py", "tests/test_committed_results.py", "tb/slice/test_slice.py",
-    "tb/track_trigger/test_track_trigger.py", "tests/test_crosscheck.py", "tb/tracker/test_tracker.py",
-    "tb/arbiter/test_arbiter.py", "tests/test_sim_checks.py", "tb/dma/test_dma.py", "tests/test_liveness.py",
-    "tests/test_synth.py", "tests/test_split_k.py", "tests/test_nmc.py", "tests/test_asic.py",
-    "tests/test_generate.py",
+    "tb/ring/test_ring.py", "tests/test_invariants.py", "tests/test_fast_replay.py", "tb/nmc/test_nmc.py",
+    "tests/test_fp_add.py", "tests/test_committed_results.py", "tb/gemm_ring/test_gemm_ring.py",
+    "tb/slice/test_slice.py", "tests/test_characterize.py", "tb/dma/test_dma.py", "tests/test_crosscheck.py",
+    "tb/tracker/test_tracker.py", "tb/track_trigger/test_track_trigger.py", "tb/arbiter/test_arbiter.py",
+    "tests/test_generate.py", "tests/test_synth.py", "tests/test_sweep.py", "tests/test_asic.py",
+    "tests/test_split_k.py", "tests/test_sim_checks.py", "tests/test_liveness.py", "tests/test_dram_banks.py",
+    "tests/test_system_model_cli.py", "tests/test_nmc.py",
 )
 
 

@@ -111,12 +111,13 @@ def _cocotb_rate(block, module, scenarios, param_set, testcase, simulator: str, 
 def trace_speed(runs: int) -> dict:
     """Median figures of every trace run at its ``make test`` length (a clean build first)."""
     from tb.trace.bench import run_trace
+    from tb.trace.harness import BUILDS
     from tb.trace.soak import BENCHES as TRACES
     from tb.trace.soak import _bench
 
     out = {}
     for label in TRACES:
-        shutil.rmtree(REPO_ROOT / "sim_build" / "trace" / label, ignore_errors=True)
+        shutil.rmtree(BUILDS, ignore_errors=True)          # every build is a clean one
         results = [run_trace(_bench(label), seed=1000 + k) for k in range(runs)]
         out[label] = {
             "checked_cycles": results[0].checked_cycles, "checks": results[0].checks,

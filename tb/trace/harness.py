@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -300,9 +301,10 @@ def build_harness(ports: Ports, stimulus: Stimulus,
     groups = _control_words(ports, controls)
     files: dict[str, bytes] = {}
     cycles = stimulus.cycles
-    # Memories are sized to a power of two, so runs of one length reuse one build whatever
-    # the seed; each file's length comes in as a plusarg (``+n<k>=``).
-    longest = max([cycles, *(len(src) + 1 for src in stimulus.sources.values()),
+    # Memories are sized to a power of two, and to at least MIN_CAPACITY, so runs of a DUT up
+    # to that length reuse one build whatever the seed or length; each file's length comes in
+    # as a plusarg (``+n<k>=``).
+    longest = max([cycles, MIN_CAPACITY, *(len(src) + 1 for src in stimulus.sources.values()),
                    *(len(src.segment_starts) + 1 for src in stimulus.sources.values())])
     capacity = 1 << (longest - 1).bit_length()
     loads: list[tuple[str, str, int]] = []
@@ -471,27 +473,34 @@ def trace_simulator() -> str:
 #: The C++ optimisation of a harness's model (Verilator's default is -Os): -O2 runs the ring's
 #: harness 20% faster for 20% more build time, and a harness is built once and run many times.
 HARNESS_OPT_FAST = "OPT_FAST=-O2"
+#: The shortest memory a harness is built with (entries): a DUT's runs up to this length share
+#: one build (``make test``'s 4-GPU ring trace run and the compiled replay's shorter one do).
+MIN_CAPACITY = 1 << 18
+#: Where compiled harnesses live: one folder per simulator and digest of the sources, so every
+#: run of the same DUT and harness shares one build whichever folder it records in, and a
+#: build is never rewritten under a run that uses it. A Verilator build keeps only its binary
+#: (its objects stay in the compiler cache, :mod:`rtl.flow.verilator`).
+BUILDS = Path(__file__).resolve().parents[2] / "sim_build" / "trace" / "builds"
 
 
-def _compile(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
-    """Compile harness + DUT in ``folder`` unless an identical build is there (under a file
-    lock: ``make test`` runs test files in parallel processes)."""
+def _compile(dut_verilog: str, harness: str, simulator: str) -> Path:
+    """The harness + DUT's binary, compiled unless an identical build exists (under a file
+    lock: ``make test`` runs test files in parallel processes, and two may need one build)."""
     import fcntl
 
+    sources = {"dut.v": dut_verilog, "harness.v": harness}
+    digest = hashlib.sha256((simulator + HARNESS_OPT_FAST + "".join(sources.values())).encode()).hexdigest()
+    folder = BUILDS / f"{simulator}-{digest[:24]}"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _compile_locked(folder, dut_verilog, harness, simulator)
+        return _compile_locked(folder, sources, simulator)
 
 
-def _compile_locked(folder: Path, dut_verilog: str, harness: str, simulator: str) -> Path:
-    sources = {"dut.v": dut_verilog, "harness.v": harness}
-    digest = hashlib.sha256((simulator + HARNESS_OPT_FAST + "".join(sources.values())).encode()).hexdigest()
-    stamp = folder / "sources.sha256"
-    binary = folder / ("obj_dir/vsim" if simulator == "verilator" else "sim.vvp")
-    if stamp.exists() and stamp.read_text() == digest and binary.exists():
+def _compile_locked(folder: Path, sources: dict[str, str], simulator: str) -> Path:
+    binary = folder / ("vsim" if simulator == "verilator" else "sim.vvp")
+    if binary.exists():
         return binary
-    folder.mkdir(parents=True, exist_ok=True)
     for name, text in sources.items():
         (folder / name).write_text(text)
     if simulator == "verilator":
@@ -501,11 +510,15 @@ def _compile_locked(folder: Path, dut_verilog: str, harness: str, simulator: str
                "harness.v", "dut.v"]
         run = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=verilator_env())
     else:
-        run = subprocess.run(["iverilog", "-g2012", "-o", "sim.vvp", "-s", "trace_harness", "harness.v", "dut.v"],
+        run = subprocess.run(["iverilog", "-g2012", "-o", "sim.part", "-s", "trace_harness", "harness.v", "dut.v"],
                              cwd=folder, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{simulator} could not build the trace harness in {folder}:\n{run.stderr[-3000:]}")
-    stamp.write_text(digest)
+    if simulator == "verilator":
+        (folder / "obj_dir" / "vsim").replace(binary)      # the binary is whole once it is in place
+        shutil.rmtree(folder / "obj_dir")
+    else:
+        (folder / "sim.part").replace(binary)
     return binary
 
 
@@ -520,7 +533,7 @@ def run_harness(folder: Path, dut_verilog: str, ports: Ports, stimulus: Stimulus
     text, files, layout, plusargs = build_harness(ports, stimulus, responders)
     folder = Path(folder)
     started = time.perf_counter()
-    binary = _compile(folder / simulator, dut_verilog, text, simulator)
+    binary = _compile(dut_verilog, text, simulator)
     built = time.perf_counter()
     work = folder / run_name
     work.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,6 @@ def _prebuild(label: str, cycles: int) -> None:
     import random
 
     from rtl.flow.generate import to_verilog
-    from tb.common.runner import REPO_ROOT
 
     from .harness import Ports, _compile, build_harness, trace_simulator
 
@@ -67,8 +66,7 @@ def _prebuild(label: str, cycles: int) -> None:
     ports = Ports(verilog, bench.block)
     stimulus, responders = bench.stimulus(random.Random(1), cycles)
     text = build_harness(ports, stimulus, responders)[0]
-    simulator = trace_simulator()
-    _compile(REPO_ROOT / "sim_build" / "trace" / label / simulator, verilog, text, simulator)
+    _compile(verilog, text, trace_simulator())
 
 
 def main(argv: list[str] | None = None) -> int:
