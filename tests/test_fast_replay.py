@@ -152,8 +152,10 @@ def _corruptions(which: str, bench, layout) -> list[tuple[str, str | None, int, 
 def test_compiled_replay_stops_where_the_reference_does(run):
     """A record corrupted at one output in one cycle: both replays stop there, on that field."""
     which, bench, record, layout = run
-    if which == "ring4":
-        pytest.skip("the 6-GPU ring sweeps the same n-generic code")
+    if which == "ring6":
+        # The 4-GPU ring sweeps the same n-generic code in under half the time (fewer GPUs'
+        # outputs to corrupt, each replay shorter); the 6-GPU record is replayed clean above.
+        pytest.skip("the 4-GPU ring sweeps the same n-generic code")
     rng = random.Random(derive_seed("compiled replay corruption", which))
     active = ~_column(record, layout, "rst")
     missed_data = data = 0
