@@ -778,9 +778,8 @@ def main(argv: list[str] | None = None) -> int:
             return _show_preset(args)
         _check_args(args)
         args.workload = _model_file(args)        # a --model-file's model joins the zoo before anything runs
-        loaded = result_cache.load()
-        status = _COMMANDS[args.command](args)
-        stored = result_cache.save()
+        status = _COMMANDS[args.command](args)          # the result cache is read when first needed
+        loaded, stored = result_cache.loaded(), result_cache.save()
         print(f"evaluated sublayers: {loaded} loaded from and {stored} stored in {result_cache.CACHE_FILE}"
               if stored else "evaluated sublayers: no cache file (T3_MODEL_CACHE empty, or not writable)",
               file=sys.stderr)

@@ -8,6 +8,11 @@ recorded timelines are kept. :func:`save` writes them to the user's cache folder
 never inside the installed package or the repository), tagged with a hash of the model's
 source, so that changed code never reads stale results; ``T3_MODEL_CACHE`` names another
 file, and set empty turns the file off.
+
+The file is read when a result is first looked up, not before: a command refused for a bad
+option, or one that evaluates nothing, never reads it (a well-used file holds about 100,000
+results, about a second to read). It is written only when this process has stored results
+the file does not hold.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["lookup", "store", "load", "save", "clear", "CACHE_FILE"]
+__all__ = ["lookup", "store", "load", "loaded", "save", "clear", "CACHE_FILE"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 CACHE_FILE = (Path(os.environ["T3_MODEL_CACHE"]) if os.environ.get("T3_MODEL_CACHE")
               else None if "T3_MODEL_CACHE" in os.environ
               else Path(platformdirs.user_cache_dir("t3-model")) / "results.pkl")
 _RESULTS: dict = {}
+#: The file this process read (None: none yet), how many results it held, and how many
+#: results were stored since it was read or written.
+_STATE: dict = {"path": None, "read": 0, "new": 0}
 
 
 def _version() -> str:
@@ -47,11 +55,14 @@ def key(cfg, shape, tp: int, collective: str, scheme: str) -> tuple:
 
 
 def lookup(k: tuple):
+    if _STATE["path"] is None and CACHE_FILE is not None:
+        load()
     return _RESULTS.get(k)
 
 
 def store(k: tuple, result) -> None:
     _RESULTS[k] = result
+    _STATE["new"] += 1
 
 
 def clear() -> None:
@@ -59,9 +70,12 @@ def clear() -> None:
 
 
 def load(path: Path | None = CACHE_FILE) -> int:
-    """Load results stored by the same code; returns how many."""
+    """Load results stored by the same code (once per file and process); returns how many."""
     if path is None:
         return 0
+    if _STATE["path"] == path:
+        return _STATE["read"]
+    _STATE["path"], _STATE["read"] = path, 0
     try:
         version, results = pickle.loads(path.read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
@@ -70,13 +84,24 @@ def load(path: Path | None = CACHE_FILE) -> int:
         return 0
     for k, v in results.items():
         _RESULTS.setdefault(k, v)
+    _STATE["read"] = len(results)
     return len(results)
 
 
+def loaded() -> int:
+    """How many results the file held when this process read it (0: not read)."""
+    return _STATE["read"]
+
+
 def save(path: Path | None = CACHE_FILE) -> int:
-    """Store the results so far (best effort: a read-only checkout runs without a cache)."""
+    """Store the results so far, with the file's own (best effort: a read-only checkout runs
+    without a cache); returns how many the file holds, 0 where there is none. A process
+    that stored nothing new leaves the file as it is."""
     if path is None:
         return 0
+    load(path)
+    if not _STATE["new"]:
+        return _STATE["read"]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")       # parallel workers each write their own
@@ -84,4 +109,5 @@ def save(path: Path | None = CACHE_FILE) -> int:
         tmp.replace(path)
     except OSError:
         return 0
+    _STATE["read"], _STATE["new"] = len(_RESULTS), 0
     return len(_RESULTS)
