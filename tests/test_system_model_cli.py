@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -120,20 +121,36 @@ def test_the_result_cache_is_reported_and_changes_nothing(tmp_path):
             "--no-plots"]
     cache = tmp_path / "results.pkl"
     env = {**os.environ, "T3_MODEL_CACHE": str(cache)}
-    runs = []
+    runs, written = [], []
     for out in ("cold", "warm"):
         result = subprocess.run([*args, "--out", str(tmp_path / out)], capture_output=True, text=True, env=env)
         assert result.returncode == 0, result.stderr
         found = re.search(r"^evaluated sublayers: (\d+) loaded from and (\d+) stored in (.+)$", result.stderr, re.M)
         assert found and found.group(3) == str(cache), result.stderr
         runs.append((int(found.group(1)), int(found.group(2))))
+        written.append(cache.stat().st_mtime_ns)
     (cold_loaded, stored), (warm_loaded, warm_stored) = runs
     assert cold_loaded == 0 and stored > 0 and warm_loaded == stored == warm_stored
+    assert written[0] == written[1], "a run that evaluated nothing new rewrote the cache file"
     for name in ("report_t3-paper_t-nlg_tp8.csv", "report_t3-paper_t-nlg_tp8.md"):
         assert (tmp_path / "cold" / name).read_text() == (tmp_path / "warm" / name).read_text(), name
     off = subprocess.run([*args, "--out", str(tmp_path / "off")], capture_output=True, text=True,
                          env={**os.environ, "T3_MODEL_CACHE": ""})
     assert off.returncode == 0 and "evaluated sublayers: no cache file" in off.stderr
+
+
+def test_a_refused_command_never_reads_the_result_cache(monkeypatch, capsys):
+    """The one-line error comes before any work: the cache file (a well-used one holds about
+    100,000 results, a second to read) is read only when a result is first looked up."""
+    from system_model.schemes import cache
+
+    reads = []
+    monkeypatch.setattr(cache, "load", lambda *a, **k: reads.append(a) or 0)
+    monkeypatch.setattr(cache, "_STATE", {"path": None, "read": 0, "new": 0})
+    monkeypatch.setattr(cache, "CACHE_FILE", Path("never-read.pkl"))
+    assert main(["sweep", "--axis", "hbm=1000"]) == 2
+    assert "not a sweepable field" in capsys.readouterr().err
+    assert reads == []
 
 
 def test_report_without_plots_writes_no_png(tmp_path):
