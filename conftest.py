@@ -42,13 +42,13 @@ def pytest_configure(config):
 #: (LPT scheduling). Only the order changes, never what runs; a file not listed keeps its
 #: collected place after these, and a stale list costs only balance.
 LONGEST_FIRST = (
-    "tb/ring/test_ring.py", "tests/test_invariants.py", "tests/test_fast_replay.py", "tb/nmc/test_nmc.py",
-    "tests/test_fp_add.py", "tests/test_committed_results.py", "tb/gemm_ring/test_gemm_ring.py",
-    "tb/slice/test_slice.py", "tests/test_characterize.py", "tb/dma/test_dma.py", "tests/test_crosscheck.py",
-    "tb/tracker/test_tracker.py", "tb/track_trigger/test_track_trigger.py", "tb/arbiter/test_arbiter.py",
-    "tests/test_generate.py", "tests/test_synth.py", "tests/test_sweep.py", "tests/test_asic.py",
-    "tests/test_split_k.py", "tests/test_sim_checks.py", "tests/test_liveness.py", "tests/test_dram_banks.py",
-    "tests/test_system_model_cli.py", "tests/test_nmc.py",
+    "tb/ring/test_ring.py", "tests/test_invariants.py", "tests/test_committed_results.py",
+    "tests/test_fast_replay.py", "tb/nmc/test_nmc.py", "tests/test_fp_add.py", "tb/gemm_ring/test_gemm_ring.py",
+    "tests/test_crosscheck.py", "tb/slice/test_slice.py", "tb/tracker/test_tracker.py", "tb/dma/test_dma.py",
+    "tb/track_trigger/test_track_trigger.py", "tests/test_characterize.py", "tests/test_generate.py",
+    "tb/arbiter/test_arbiter.py", "tests/test_synth.py", "tests/test_asic.py", "tests/test_split_k.py",
+    "tests/test_liveness.py", "tests/test_sweep.py", "tests/test_dram_banks.py", "tests/test_sim_checks.py",
+    "tests/test_nmc.py", "tests/test_system_model_cli.py",
 )
 
 
