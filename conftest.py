@@ -18,6 +18,11 @@ import pytest
 from rtl.flow.generate import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
 from tb.common.seeds import base_seed
 
+# The workers of pytest-xdist (make test) inherit the base seed the header prints: each would
+# otherwise draw its own, and the printed SEED would not replay what they ran.
+if not os.environ.get("SEED"):
+    os.environ["SEED"] = str(base_seed())
+
 # Identical conversions (a ring's parameter set in two test files, a block in every run) are
 # read back from sim_build/verilog (rtl/flow/generate.py says what the key covers).
 os.environ.setdefault(VERILOG_CACHE_ENV, str(TEST_VERILOG_CACHE))

@@ -249,3 +249,22 @@ def test_timeline_plots_the_dram_use(results, tmp_path):
         assert_png(tmp_path / "report" / "timeline_fc2_t3-paper.png")
     with patched(results, {"t3": {"intervals": []}, "t3_mca": {"intervals": []}}):
         assert_png(plot_timeline(results, tmp_path / "gantt.png", cfg=cfg))  # no record: the Gantt chart
+
+
+def test_the_result_cache_keeps_what_another_process_stored(tmp_path, monkeypatch):
+    """Parallel processes (a sweep's workers, make test's) each save what they evaluated: a
+    save merges with what the file holds by then, so neither's results are lost."""
+    import pickle
+
+    from system_model.schemes import cache
+
+    path = tmp_path / "results.pkl"
+    monkeypatch.setattr(cache, "_RESULTS", {})
+    monkeypatch.setattr(cache, "_STATE", {"path": None, "read": 0, "new": 0})
+    assert cache.load(path) == 0
+    cache.store(("ours",), "our result")
+    # Another process saves after this one read the file.
+    path.write_bytes(pickle.dumps((cache._VERSION, {("theirs",): "their result"})))
+    assert cache.save(path) == 2
+    _, stored = pickle.loads(path.read_bytes())
+    assert stored == {("ours",): "our result", ("theirs",): "their result"}

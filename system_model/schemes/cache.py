@@ -69,22 +69,26 @@ def clear() -> None:
     _RESULTS.clear()
 
 
+def _read(path: Path) -> dict:
+    """The results in ``path`` stored by the same code (none if it is missing, unreadable or
+    another version's)."""
+    try:
+        version, results = pickle.loads(path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return {}
+    return results if version == _VERSION and isinstance(results, dict) else {}
+
+
 def load(path: Path | None = CACHE_FILE) -> int:
     """Load results stored by the same code (once per file and process); returns how many."""
     if path is None:
         return 0
     if _STATE["path"] == path:
         return _STATE["read"]
-    _STATE["path"], _STATE["read"] = path, 0
-    try:
-        version, results = pickle.loads(path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
-        return 0
-    if version != _VERSION:
-        return 0
+    results = _read(path)
     for k, v in results.items():
         _RESULTS.setdefault(k, v)
-    _STATE["read"] = len(results)
+    _STATE["path"], _STATE["read"] = path, len(results)
     return len(results)
 
 
@@ -94,20 +98,22 @@ def loaded() -> int:
 
 
 def save(path: Path | None = CACHE_FILE) -> int:
-    """Store the results so far, with the file's own (best effort: a read-only checkout runs
-    without a cache); returns how many the file holds, 0 where there is none. A process
-    that stored nothing new leaves the file as it is."""
+    """Store the results so far, merged with what the file holds now (parallel processes,
+    the workers of a sweep or of ``make test``, each add theirs; best effort: a read-only
+    checkout runs without a cache); returns how many the file holds, 0 where there is none.
+    A process that stored nothing new leaves the file as it is."""
     if path is None:
         return 0
     load(path)
     if not _STATE["new"]:
         return _STATE["read"]
+    merged = {**_read(path), **_RESULTS}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")       # parallel workers each write their own
-        tmp.write_bytes(pickle.dumps((_VERSION, dict(_RESULTS)), protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps((_VERSION, merged), protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)
     except OSError:
         return 0
-    _STATE["read"], _STATE["new"] = len(_RESULTS), 0
-    return len(_RESULTS)
+    _STATE["read"], _STATE["new"] = len(merged), 0
+    return len(merged)
