@@ -317,6 +317,11 @@ async def timing_and_long_stalls(dut):
     tb.final_check()
 
 
+#: How soon a command's first read request comes up with the egress ready: the reads and beats
+#: of the command before it drain first (its reads' latency, then its buffered beats).
+REQUEST_WITHIN_CYCLES = 64
+
+
 @cocotb.test()
 async def mid_run_reset(dut):
     """Resets mid-command: with reads in flight, with a refused request up, with egress stalled
@@ -326,10 +331,19 @@ async def mid_run_reset(dut):
     for i in range(6):
         await tb.run(cycles=tb.rng.randint(5, 80))
         if i == 1:
-            tb.mem.force = 0
+            # A refused request: the grant withheld, with a command to read for and the egress
+            # ready (under the random egress a full buffer rightly drops the request: a seed
+            # found it). The request comes up, then stays up while it is refused.
+            tb.mem.force, tb.force_egress = 0, 1
+            tb.cmd_src.queue.append(tb.command(beats=tb.spec.max_beats))
+            for _ in range(REQUEST_WITHIN_CYCLES):
+                if int(dut.mem_read__en.value):
+                    break
+                await tb.run(cycles=1)
+            assert int(dut.mem_read__en.value) == 1, f"no read request {REQUEST_WITHIN_CYCLES} cycles into a command"
             await tb.run(cycles=5)
-            assert int(dut.mem_read__en.value) == 1
-            tb.mem.force = None
+            assert int(dut.mem_read__en.value) == 1, "a refused request dropped"
+            tb.mem.force, tb.force_egress = None, None
         if i == 3:
             tb.force_egress = 0
             await tb.run(cycles=20)
