@@ -296,8 +296,8 @@ class Sublayer:
         read as the library reads them; more groups overlap more. (The review of the first
         version, which offered only the stages nearest one raster group, rounded down,
         found 100 of 3,000 memory-bound points where a grouping not offered was 5% faster,
-        and 2 stages of 5 tile rows reading more than stage by stage. With these, all run, 74
-        and 68 of 3,000 on two other draws; also offering the stages of two raster groups, and an
+        and 2 stages of 5 tile rows reading more than stage by stage. With these, 74 and 68
+        of 3,000 on two other draws; also offering the stages of two raster groups, and an
         eighth of the ring up to four groups, took that to 36 and 34 but the peers study
         10% longer.)"""
         along = self.shape.n if stage_columns else self.shape.m
@@ -315,14 +315,9 @@ class Sublayer:
     def staged_gemms(self, *, cus: int | None = None, stores_cached: bool = True,
                      stage_columns: bool = False) -> list[GemmTiming]:
         """The GEMM staged one chunk per GPU, in each of :meth:`stage_groups`'s dispatches
-        that reads less than stage after stage (every scheme that stages its GEMM keeps the
-        fastest, as T3 does). Reading less is what grouping is for; the groupings that read
-        no less are not run, for time: in the sweep they were the fastest at 14 points for
-        T3 (by at most 0.3%) and 222 for CU sharing (at most 2.7 points of speedup), whose
-        collectives batch the stages that a wave ends."""
-        first, *rest = (self.gemm(stages=self.tp, cus=cus, stores_cached=stores_cached, stage_columns=stage_columns,
-                                  stage_group=g) for g in self.stage_groups(stage_columns))
-        return [first, *(g for g in rest if g.dram_read_bytes < first.dram_read_bytes * (1 - 1e-6))]
+        (every scheme that stages its GEMM keeps the fastest, as T3 does)."""
+        return [self.gemm(stages=self.tp, cus=cus, stores_cached=stores_cached, stage_columns=stage_columns,
+                          stage_group=g) for g in self.stage_groups(stage_columns)]
 
     @functools.cached_property
     def stage_layouts(self) -> tuple[bool, ...]:
