@@ -510,7 +510,7 @@ def test_stages_smaller_than_a_raster_group_may_be_dispatched_together():
     Before T3 was offered the grouped layout it lost here (2,037 against 1,476 us)."""
     cfg, shape, tp = _grid_point(("gpt-3", "FC-2", 32), 2048, 300, 500, 16)
     sub = Sublayer(cfg, shape, tp, "reduce_scatter")
-    assert sub.stage_groups()[0] == 1 and len(sub.stage_groups()) > 1
+    assert len(sub.stage_groups()) == 2
     stage_by_stage = t3_ring(sub, policy="rr", gemm=sub.gemm(stages=tp, stores_cached=False))
     r = evaluate(cfg, shape, tp, schemes=("t3", "sequential"), collective="reduce_scatter")
     assert stage_by_stage.time_s > r["sequential"].time_s

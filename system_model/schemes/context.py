@@ -286,31 +286,18 @@ class Sublayer:
                            stage_columns=stage_columns, stage_group=stage_group)
 
     def stage_groups(self, stage_columns: bool = False) -> tuple[int, ...]:
-        """How many consecutive stages a staged GEMM may dispatch as one: 1, and where the
-        stages' boundaries cut the kernel's raster groups (``group_rows`` tile rows, or
-        columns in a column cut), the fewest stages that end on a raster group's boundary
-        (if at most ``tp``), the stages nearest one raster group, and, where the whole
-        output is at most two raster groups, half and a quarter of the ring. Stage by
-        stage, a raster group cut at a stage boundary walks the other operand's panels once
-        more; dispatched together, the stages of a group end together and the panels are
-        read as the library reads them; more groups overlap more. (The review of the first
-        version, which offered only the stages nearest one raster group, rounded down,
-        found 100 of 3,000 memory-bound points where a grouping not offered was 5% faster,
-        and 2 stages of 5 tile rows reading more than stage by stage. With these, 74 and 68
-        of 3,000 on two other draws; also offering the stages of two raster groups, and an
-        eighth of the ring up to four groups, took that to 36 and 34 but the peers study
-        10% longer.)"""
+        """How many consecutive stages a staged GEMM may dispatch as one (1, and where a stage
+        holds fewer tile rows, or columns in a column cut, than the kernel's raster group,
+        the stages that fill one group): stage by stage, a raster group cut at every stage
+        boundary walks B's (or A's) panels once per stage; whole, the stages of a group end
+        together and the panels are read as the library reads them."""
         along = self.shape.n if stage_columns else self.shape.m
         tile = self.kernel.tile_n if stage_columns else self.kernel.tile_m
-        tiles, rows, tp = math.ceil(along / tile), self.kernel.group_rows, self.tp
-        if tiles <= 1 or (tiles % tp == 0 and (tiles // tp) % rows == 0):
-            return (1,)             # (one tile row: every stage lies in it; or stages of whole groups)
-        aligned = rows * tp // math.gcd(tiles, rows * tp)      # g x tiles / tp a multiple of rows
-        near = [min(tp, round(rows * tp / tiles))]
-        # Where the whole output is about one raster group, also its halves and quarters:
-        # fewer groups read less, more groups overlap more.
-        parts = [-(-tp // n) for n in (2, 4)] if tiles <= 2 * rows else []
-        return (1, *sorted({g for g in (aligned, *near, *parts) if 2 <= g <= tp}))
+        tiles = math.ceil(along / tile)
+        per_stage = tiles / self.tp
+        if tiles <= 1 or per_stage >= self.kernel.group_rows:
+            return (1,)             # (one tile row: every stage lies in it, in one order)
+        return (1, min(self.tp, max(2, math.floor(self.kernel.group_rows / per_stage))))
 
     def staged_gemms(self, *, cus: int | None = None, stores_cached: bool = True,
                      stage_columns: bool = False) -> list[GemmTiming]:
