@@ -75,17 +75,16 @@ def ring_step_Bps(sub: Sublayer) -> float:
 class _Production:
     """What a staged GEMM has produced of each stage, and the transfers that follow it.
 
-    A wave's tiles exist at its end: its CUs start their tiles together and each computes
-    one for the whole wave. (The production once followed the GEMM's progress within a wave,
-    as if its tiles finished at staggered times: a forward that had started sent the next
-    wave's tiles while they were still being computed, which the peers' schemes, whose tiles
-    store as their wave ends, could not. On MI355X a 128-row GEMM of one wave on 256 CUs took
-    T3 139.6 us and a 130-row one of two waves 132.8 us; on 120 CUs rather than 112 the first
-    was 9.5 us faster for 8 tiles of its third stage in the first wave.)"""
+    Continuous (the transfers follow the GEMM's progress: a GPU's hundreds of CUs finish
+    their tiles at staggered times), or ``discrete``: a wave's tiles all exist at its end (a
+    micro-system of a few CUs, whose waves finish together: the crosscheck's)."""
 
-    def __init__(self, gemm, stages: int):
+    def __init__(self, gemm, stages: int, *, discrete: bool = False):
         self.gemm = gemm
-        self.base = [0.0] * stages           # produced by the waves that ended
+        self.discrete = discrete
+        self.base = [0.0] * stages           # produced by runs already finished
+        self.ratio = [0.0] * stages          # bytes per wave in the current run
+        self.run = None                      # the GEMM's current run flow
         self.followers: dict[int, Flow] = {}
         self.first_wave = [None] * stages    # the first wave holding stage s's tiles
         for w in range(gemm.waves):
@@ -94,20 +93,37 @@ class _Production:
                     self.first_wave[st] = w
 
     def produced(self, s: int) -> float:
-        return self.base[s]
+        if self.discrete or self.run is None:
+            return self.base[s]
+        return self.base[s] + self.ratio[s] * (self.run.work if self.run.finished else self.run.done)
 
     def wave_done(self, engine: Engine, w: int) -> None:
-        """Wave ``w``'s tiles exist now."""
+        """Discrete production: wave ``w``'s tiles exist now."""
         for st, b in wave_stage_bytes(self.gemm, w).items():
             self.base[st] += b
             f = self.followers.get(st)
             if f is not None and not f.finished:
                 engine.produce(f, b)
 
-    def link(self, s: int, f: Flow) -> None:
+    def on_run(self, engine: Engine, flow: Flow, w: int, n: int) -> None:
+        if self.discrete:
+            return
+        if self.run is not None:
+            for st, r in enumerate(self.ratio):
+                self.base[st] += r * self.run.work
+        parts = wave_stage_bytes(self.gemm, w)
+        self.ratio = [parts.get(st, 0.0) for st in range(len(self.ratio))]
+        self.run = flow
+        for st, f in self.followers.items():
+            if not f.finished:
+                engine.follow(f, flow, self.ratio[st])
+
+    def link(self, engine: Engine, s: int, f: Flow) -> None:
         """``f`` sends stage ``s``'s bytes as they are produced."""
         f.produced = self.produced(s)
         self.followers[s] = f
+        if not self.discrete and self.run is not None and not self.run.finished and self.ratio[s] > 0:
+            engine.follow(f, self.run, self.ratio[s])
 
 
 #: The most waves a launch on fewer CUs may take (:func:`staged_launches`).
@@ -213,6 +229,7 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         return {r: a * b for r, a in wire.items()} if b > 0 and tp > 1 else {}
 
     def on_run(e: Engine, flow: Flow, w: int, n: int) -> None:
+        prod.on_run(e, flow, w, n)
         if not arrivals.finished:
             e.follow(arrivals, flow, wave_stage_bytes(gemm, w).get(0, 0.0) * on_link)
 
@@ -272,7 +289,7 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
             before = sum(stage_bytes[:s])
             cycle["dma_lag_bytes"] = lambda: max(0.0, sum(prod.produced(k) for k in range(tp)) - before - f.done)
         flows[s] = f
-        prod.link(s, f)
+        prod.link(engine, s, f)
         engine.start(f, lambda e, fl: step_done(s, e.now))
 
     def try_start(s: int) -> None:
@@ -297,7 +314,8 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
             start_forward(s)
 
     def wave_end(e: Engine, w: int) -> None:
-        prod.wave_done(e, w)
+        if prod.discrete:
+            prod.wave_done(e, w)
         for s in range(1, tp - 1):
             if gemm.stage_end_waves[s] == w and produced_at[s] is None:
                 produced_at[s] = e.now
@@ -314,9 +332,12 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     def gemm_end(e: Engine) -> None:
         state["gemm_end"] = e.now
 
-    # Every wave's end is marked: its tiles exist then (_Production).
+    marks = {prod.first_wave[s] for s in range(1, tp - 1) if prod.first_wave[s] is not None}
+    marks |= {gemm.stage_end_waves[s] for s in range(1, tp - 1) if gemm.stage_end_waves[s] >= 0}
+    if stage1_waves:
+        marks.add(stage1_waves[-1])
     run = GemmRun(sub, gemm, store_units=u, local_fraction=local_fraction, on_wave=wave_end, on_end=gemm_end,
-                  on_run=on_run, extra=extra, marks_at=None)
+                  on_run=on_run, extra=extra, marks_at=None if prod.discrete else marks)
     if tp > 1 and b0 > 0:
         engine.start(arrivals, lambda e, fl: step1_part_done("arrivals", e.now))
     run.start(engine)
