@@ -97,15 +97,6 @@ class SchemeResult:
         return min(gemm, self.transfer_dram_s(dram_bytes_per_s))
 
 
-def fastest(results) -> SchemeResult:
-    """The fastest of one scheme's runs (its layouts of the GEMM); the first where none runs."""
-    best = None
-    for r in results:
-        if best is None or (r.available and (not best.available or r.time_s < best.time_s)):
-            best = r
-    return best
-
-
 def na(scheme: str, reason: str) -> SchemeResult:
     return SchemeResult(scheme, None, reason=reason)
 
@@ -279,32 +270,11 @@ class Sublayer:
         return Sublayer(self.cfg, self.shape, self.tp, self.collective, kernel)
 
     def gemm(self, *, stages: int = 1, cus: int | None = None, stores_cached: bool = True,
-             shape: GemmShape | None = None, stage_columns: bool = False, stage_group: int = 1) -> GemmTiming:
+             shape: GemmShape | None = None, stage_columns: bool = False) -> GemmTiming:
         shape = self.shape if shape is None else shape
         kernel = self.kernel if shape == self.shape else choose_kernel(shape, self.gpu, self.cfg.kernels, cus=cus)
         return gemm_timing(shape, self.gpu, kernel, stages=stages, cus=cus, stores_cached=stores_cached,
-                           stage_columns=stage_columns, stage_group=stage_group)
-
-    def stage_groups(self, stage_columns: bool = False) -> tuple[int, ...]:
-        """How many consecutive stages a staged GEMM may dispatch as one (1, and where a stage
-        holds fewer tile rows, or columns in a column cut, than the kernel's raster group,
-        the stages that fill one group): stage by stage, a raster group cut at every stage
-        boundary walks B's (or A's) panels once per stage; whole, the stages of a group end
-        together and the panels are read as the library reads them."""
-        along = self.shape.n if stage_columns else self.shape.m
-        tile = self.kernel.tile_n if stage_columns else self.kernel.tile_m
-        tiles = math.ceil(along / tile)
-        per_stage = tiles / self.tp
-        if tiles <= 1 or per_stage >= self.kernel.group_rows:
-            return (1,)             # (one tile row: every stage lies in it, in one order)
-        return (1, min(self.tp, max(2, math.floor(self.kernel.group_rows / per_stage))))
-
-    def staged_gemms(self, *, cus: int | None = None, stores_cached: bool = True,
-                     stage_columns: bool = False) -> list[GemmTiming]:
-        """The GEMM staged one chunk per GPU, in each of :meth:`stage_groups`'s dispatches
-        (every scheme that stages its GEMM keeps the fastest, as T3 does)."""
-        return [self.gemm(stages=self.tp, cus=cus, stores_cached=stores_cached, stage_columns=stage_columns,
-                          stage_group=g) for g in self.stage_groups(stage_columns)]
+                           stage_columns=stage_columns)
 
     @functools.cached_property
     def stage_layouts(self) -> tuple[bool, ...]:

@@ -169,8 +169,6 @@ def _staged_gemms(sub: Sublayer):
         yield gemm
         for cus in staged_launches(gemm):
             yield sub.gemm(stages=sub.tp, stores_cached=False, cus=cus, stage_columns=columns)
-        for group in sub.stage_groups(columns)[1:]:
-            yield sub.gemm(stages=sub.tp, stores_cached=False, stage_columns=columns, stage_group=group)
 
 
 def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | None = None,
