@@ -144,3 +144,25 @@ def test_triton_distributed_gemm_stays_above_the_bound_whatever_its_library_offe
     r = evaluate(cfg, shape, 2, schemes=("ideal_all_reduce", "triton_dist_ar"))
     assert r["triton_dist_ar"].gemm_s >= Sublayer(cfg, shape, 2).gemm_lower_bound_s * (1 - 1e-9)
     assert r["triton_dist_ar"].time_s >= r["ideal_all_reduce"].time_s * (1 - 1e-9)
+
+
+def test_t3_forwards_no_tile_before_its_wave_ends():
+    """Found on MI355X as shipped (2026-12-07): Llama 3 70B's FC-1 at TP 4 as an all-reduce
+    (28,672 x 8,192) took T3 139.6 us at 128 tokens (224 tiles, one wave on 256 CUs) and
+    132.8 us at 130 (448 tiles, two waves): T3's forwards followed the GEMM's progress inside
+    a wave, so a forward that had started sent the second wave's tiles while they were still
+    being computed. A wave's tiles exist at its end; with that, a bigger GEMM is no faster,
+    and T3 on 120 CUs is not 9.5 us faster than on 112 for 8 tiles of its third stage in the
+    first wave (before: 130.1 against 139.6 us; the staged GEMMs' production,
+    ``schemes/t3.py``)."""
+    from system_model.schemes.t3 import t3_ring
+
+    small, big = (_run("mi355x", (m, 28672, 8192), 4, ("t3",), collective="all_reduce")["t3"].time_s
+                  for m in (128, 131))
+    assert big >= small * (1 - SLACK)
+    sub = Sublayer(PLATFORMS["mi355x"].study_config(), GemmShape(128, 28672, 8192), 4, "all_reduce")
+    columns = sub.stage_layouts[-1]
+    assert columns
+    times = [t3_ring(sub, policy="rr", gemm=sub.gemm(stages=4, stores_cached=False, cus=cus, stage_columns=columns)
+                     ).time_s for cus in (112, 120)]
+    assert times[1] >= times[0] * (1 - 0.02)

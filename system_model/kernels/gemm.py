@@ -50,7 +50,8 @@ class GemmTiming:
     """Waves of a GEMM and their DRAM traffic; times in seconds, traffic in bytes.
 
     ``wave_reads[w]`` is wave ``w``'s DRAM reads after the L2; ``wave_tiles[w]`` its tiles;
-    ``stage_tiles[s]`` the tiles of stage ``s`` (in dispatch order, stage after stage);
+    ``stage_tiles[s]`` the tiles of stage ``s`` (dispatched stage after stage, or with the
+    other stages of its group interleaved: ``stage_group``);
     ``stage_bytes[s]`` the output bytes they hold. ``stores_cached`` says which L2 policy
     the traffic was computed for (baseline: True).
 
@@ -90,6 +91,9 @@ class GemmTiming:
     #: Per wave, ``(stage, bytes)`` of the output it completes; empty: each stage's bytes
     #: spread evenly over its own tiles (a GEMM whose stages are whole tiles: the crosscheck's).
     wave_stage_parts: tuple[tuple[tuple[int, float], ...], ...] = ()
+    #: Consecutive stages dispatched as one (:func:`tile_order`): their tiles interleave and
+    #: they end together; 1: stage after stage.
+    stage_group: int = 1
 
     @property
     def waves(self) -> int:
@@ -164,6 +168,17 @@ class GemmTiming:
     @functools.cached_property
     def stage_end_waves(self) -> tuple[int, ...]:
         """The wave that completes each stage (a stage without tiles: its predecessor's)."""
+        if self.stage_group > 1:
+            # Stages interleave in their group: a stage ends with the last wave holding its bytes.
+            last: dict[int, int] = {}
+            for w, parts in enumerate(self.stage_bytes_by_wave):
+                for st in parts:
+                    last[st] = w
+            ends, end = [], -1
+            for st in range(len(self.stage_tiles)):
+                end = max(end, last.get(st, end))
+                ends.append(end)
+            return tuple(ends)
         ends, done = [], 0
         for tiles in self.stage_tiles:
             done += tiles
@@ -175,16 +190,24 @@ class GemmTiming:
         return sum(self.stage_bytes_by_wave[w].values())
 
 
-def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_rows: int) -> np.ndarray:
+def tile_order(tiles_m: int, tiles_n: int, stage_rows: tuple[int, ...], group_rows: int,
+               stage_group: int = 1) -> np.ndarray:
     """The dispatch order as an array of (tile row, tile column).
 
     Stage by stage (each a range of tile rows, so that a stage's rows of C are done before
     the next stage's, as T3's staged GEMM needs), and within a stage in groups of
     ``group_rows`` tile rows walked column by column (the grouped rasterisation GEMM
     libraries use for L2 locality: Tensile's WorkGroupMapping, CUTLASS's swizzle).
+
+    ``stage_group`` consecutive stages are dispatched as one range (their rows done
+    together): where a stage holds fewer tile rows than a raster group, stage by stage
+    would walk every tile column once per stage and read each panel of B again for it
+    (64 tile rows in 32 stages: 32 walks, against the library's 8 of 8 rows).
     """
     if sum(stage_rows) != tiles_m:
         raise ValueError(f"stage rows must add up to the {tiles_m} tile rows, not {sum(stage_rows)}")
+    if stage_group > 1:
+        stage_rows = tuple(sum(stage_rows[i:i + stage_group]) for i in range(0, len(stage_rows), stage_group))
     # The groups: (first row, height), stage by stage.
     starts, heights = [], []
     row = 0
@@ -244,8 +267,9 @@ PARTIAL_SUM_BYTES = 4
 
 @functools.lru_cache(maxsize=8192)
 def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_bytes: float, stores_cached: bool,
-                 stages: int) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...],
-                                       tuple[float, ...], tuple[tuple[tuple[int, float], ...], ...]]:
+                 stages: int, stage_group: int = 1
+                 ) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...],
+                            tuple[float, ...], tuple[tuple[tuple[int, float], ...], ...]]:
     """Per wave, DRAM read bytes and work items (a tile's K parts, :attr:`split_k` of them,
     one after another in the dispatch order) under the reuse-distance LRU model of the L2,
     and its split-K workspace bytes (partial sums written, and read back by a tile's last
@@ -259,7 +283,7 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     split = kernel.split_k
     tiles_m, tiles_n = math.ceil(shape.m / kernel.tile_m), math.ceil(shape.n / kernel.tile_n)
     rows_per_stage = stage_tile_rows(shape.m, kernel.tile_m, stages)
-    order = tile_order(tiles_m, tiles_n, rows_per_stage, kernel.group_rows)
+    order = tile_order(tiles_m, tiles_n, rows_per_stage, kernel.group_rows, stage_group)
     k_part = math.ceil(shape.k / split)
     a_panel, b_panel = kernel.tile_m * k_part * e, kernel.tile_n * k_part * e
     out_tile = kernel.tile_m * kernel.tile_n * e
@@ -343,23 +367,26 @@ def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.
 
 
 def gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, *, stages: int, cus: int | None = None,
-                stores_cached: bool = True, stage_columns: bool = False) -> GemmTiming:
+                stores_cached: bool = True, stage_columns: bool = False, stage_group: int = 1) -> GemmTiming:
     """Waves and traffic of ``shape`` dispatched in ``stages`` row ranges on ``cus`` CUs
     (default: all); ``stores_cached=False`` for T3's tracked stores, which bypass the L2.
 
     ``stage_columns``: the stages are ranges of C's columns instead (``N / stages`` each, all
     rows; the raster groups tile columns and walks them row by row): the same GEMM
     transposed, as an all-reduce may cut a GEMM of few rows, whose row stages would all end
-    in its one tile row."""
+    in its one tile row.
+
+    ``stage_group``: stages dispatched together (:func:`tile_order`), 1..``stages``."""
     cus = gpu.cus if cus is None else cus
     check_int_range("cus", cus, 1, gpu.cus)
     check_int_range("stages", stages, 1, 1 << 16)
-    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages, stage_columns)
+    check_int_range("stage_group", stage_group, 1, stages)
+    return _gemm_timing(shape, gpu, kernel, cus, stores_cached, stages, stage_columns, stage_group)
 
 
 @functools.lru_cache(maxsize=8192)
 def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int,
-                 stores_cached: bool, stages: int, stage_columns: bool = False) -> GemmTiming:
+                 stores_cached: bool, stages: int, stage_columns: bool = False, stage_group: int = 1) -> GemmTiming:
     # Column stages are the transposed GEMM's row stages: C^T = B^T A^T, its tiles the same
     # tiles (tile_m and tile_n swapped), its panels the same panels.
     traffic_shape, traffic_kernel = ((GemmShape(shape.n, shape.m, shape.k),
@@ -367,10 +394,10 @@ def _gemm_timing(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus
                                      if stage_columns else (shape, kernel))
     reads, counts, stage_tiles, stage_bytes, workspace, by_wave = wave_traffic(
         traffic_shape, traffic_kernel, cus=cus, l2_bytes=gpu.l2_MB * 1e6, stores_cached=stores_cached,
-        stages=stages)
+        stages=stages, stage_group=stage_group)
     return GemmTiming(**_work_items(shape, gpu, kernel, cus), wave_reads=reads, wave_tiles=counts,
                       stage_tiles=stage_tiles, stage_bytes=stage_bytes, stores_cached=stores_cached,
-                      wave_workspace_bytes=workspace, wave_stage_parts=by_wave)
+                      wave_workspace_bytes=workspace, wave_stage_parts=by_wave, stage_group=stage_group)
 
 
 def _work_items(shape: GemmShape, gpu: GpuConfig, kernel: GemmKernelConfig, cus: int) -> dict:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..engine.timeline import Engine
 from ..kernels.collectives import crossings
-from .context import GemmRun, SchemeResult, Sublayer, start_collective, traffic
+from .context import GemmRun, SchemeResult, Sublayer, fastest, start_collective, traffic
 from .t3 import ideal_rs_nmc, t3_ring
 
 __all__ = ["sequential", "ideal_overlap", "ideal_all_reduce", "rs_lower_bound_s", "ar_lower_bound_s", "cu_sharing",
@@ -132,9 +132,12 @@ def t3_mca(sub: Sublayer, *, record: bool = False, name: str = "t3_mca") -> Sche
 
 
 def cu_sharing(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+    return fastest(_cu_sharing(sub, record, gemm)
+                   for gemm in sub.staged_gemms(cus=sub.gpu.cus - sub.cfg.cu_sharing_cus))
+
+
+def _cu_sharing(sub: Sublayer, record: bool, gemm) -> SchemeResult:
     k = sub.cfg.cu_sharing_cus
-    tp = sub.tp
-    gemm = sub.gemm(stages=tp, cus=sub.gpu.cus - k)
     op = "all_reduce" if sub.all_reduce else "reduce_scatter"
     engine = sub.engine("rr", record=record)
     timeline: list = []

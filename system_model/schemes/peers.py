@@ -41,7 +41,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.custom_allreduce import custom_na_reason
 from ..kernels.gemm import wave_bytes_before
-from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, na, traffic
 from .paper import sequential
 
 __all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "custom_ar"]
@@ -63,8 +63,7 @@ def flux(sub: Sublayer, *, record: bool = False) -> SchemeResult:
         return n
     # Its GEMM cut as the sublayer allows (by columns too for an all-reduce of few rows, as
     # T3's: a fair comparison gives both the same choice).
-    runs = [_flux(sub, record, sub.gemm(stages=sub.tp, stage_columns=c)) for c in sub.stage_layouts]
-    return min(runs, key=lambda r: r.time_s)
+    return fastest(_flux(sub, record, g) for c in sub.stage_layouts for g in sub.staged_gemms(stage_columns=c))
 
 
 def _flux(sub: Sublayer, record: bool, gemm) -> SchemeResult:
@@ -160,16 +159,25 @@ def async_tp(sub: Sublayer, *, record: bool = False) -> SchemeResult:
                         intervals=engine.intervals, events=engine.events)
 
 
-def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int], start_send, record: bool,
+def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int] | None, start_send, record: bool,
                   policy: str = "rr") -> tuple[Engine, dict]:
-    """A GEMM whose stages (``groups``: new tiles per group; a group of none is done with the
-    group before it) are sent one after another as each completes: ``start_send(engine,
-    stage, on_end)`` starts the send of a stage."""
+    """A GEMM whose stages (``groups``: new tiles per group, in dispatch order; a group of
+    none is done with the group before it; None: the GEMM's own stages) are sent one after
+    another as each completes: ``start_send(engine, stage, on_end)`` starts the send of a
+    stage."""
     engine = sub.engine(policy, record=record)
-    cum, acc = [], 0
-    for tiles in groups:
-        acc += tiles
-        cum.append(acc)
+    ends = {}
+    if groups is None and gemm.stage_group > 1:
+        # Stages dispatched together interleave: each ends with the last wave holding it.
+        for s, w in enumerate(gemm.stage_end_waves):
+            ends.setdefault(max(w, 0), []).append(s)
+    else:
+        cum, acc = [], 0
+        for tiles in (gemm.stage_tiles if groups is None else groups):
+            acc += tiles
+            cum.append(acc)
+        for s, total in enumerate(cum):
+            ends.setdefault((max(total, 1) - 1) // gemm.cus, []).append(s)
     state = {"gemm": None, "busy": False, "sent": 0.0, "produced": 0, "next": 0, "pending": []}
 
     def pump(e: Engine) -> None:
@@ -183,10 +191,6 @@ def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int], start_
             state["sent"] = e2.now
             pump(e2)
         start_send(e, s, done)
-
-    ends = {}
-    for s, total in enumerate(cum):
-        ends.setdefault((max(total, 1) - 1) // gemm.cus, []).append(s)
 
     def on_wave(e: Engine, w: int) -> None:
         state["pending"].extend(ends.get(w, []))
@@ -258,8 +262,11 @@ def _dma(sub: Sublayer, scheme: str, *, nmc: bool, record: bool) -> SchemeResult
         return n
     if nmc and not sub.cfg.t3_blocks:
         return na(scheme, "no near-memory reducer on this GPU")
+    return fastest(_dma_run(sub, scheme, nmc=nmc, record=record, gemm=g) for g in sub.staged_gemms())
+
+
+def _dma_run(sub: Sublayer, scheme: str, *, nmc: bool, record: bool, gemm) -> SchemeResult:
     tp = sub.tp
-    gemm = sub.gemm(stages=tp)
     u = sub.gpu.nmc_update_units if nmc else 1
     demand = dict(sub.direct_demand(sub.transport.ce_link_efficiency))
     demand.update({DRAM: 1.0 + u, GRANTS: 2.0})          # the engines read here; the peers' copies land here
@@ -272,7 +279,7 @@ def _dma(sub: Sublayer, scheme: str, *, nmc: bool, record: bool) -> SchemeResult
         def go(e2: Engine) -> None:
             e2.start(Flow(f"copies {s + 1}", nbytes, demand, lane="link"), lambda e3, f: on_end(e3))
         e.after(sub.signal_s, go)
-    engine, state = _staged_sends(sub, scheme, gemm=gemm, groups=list(gemm.stage_tiles), start_send=send,
+    engine, state = _staged_sends(sub, scheme, gemm=gemm, groups=None, start_send=send,
                                   record=record, policy="mca" if nmc else "rr")
     end = max(state["gemm"], state["sent"] + sub.latency_s)
     sent = gemm.output_bytes * (tp - 1) / tp

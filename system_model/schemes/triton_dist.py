@@ -43,7 +43,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
 from ..kernels.triton_gemm import LOW_LATENCY_M
-from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, na, traffic
 from .peers import _reduce_kernel
 
 __all__ = ["triton_dist_rs", "fallback_rs", "overlap_rs", "epilogue_rs", "triton_dist_ar", "ar_ctas",
@@ -83,8 +83,11 @@ def epilogue_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     fallback); after a barrier the reduction kernel sums the ``tp`` received pieces. A
     wave's tiles store as the wave ends (its epilogues run side by side), so a wave's remote
     stores leave then, beside the next wave."""
+    return fastest(_epilogue_rs(sub, record, g) for g in sub.staged_gemms())
+
+
+def _epilogue_rs(sub: Sublayer, record: bool, gemm) -> SchemeResult:
     tp = sub.tp
-    gemm = sub.gemm(stages=tp)
     sb = gemm.stage_bytes
     peers = sum(sb[:-1])
     remote = dict(sub.direct_demand(sub.transport.sm_link_efficiency))
@@ -141,8 +144,11 @@ def fallback_rs(sub: Sublayer) -> SchemeResult:
 
 def overlap_rs(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     """The overlap kernel, whatever the GEMM's size."""
+    return fastest(_overlap_rs(sub, record, g) for g in sub.staged_gemms())
+
+
+def _overlap_rs(sub: Sublayer, record: bool, gemm) -> SchemeResult:
     tp = sub.tp
-    gemm = sub.gemm(stages=tp)
     sb = gemm.stage_bytes
     pair_cap = sub.fabric.pair_Bps(tp) * sub.transport.ce_link_efficiency
     demand = {"link": 1.0 / sub.transport.ce_link_efficiency, DRAM: 2.0, GRANTS: 2.0}  # read here, a peer's lands here
