@@ -94,7 +94,7 @@ class _Production:
     behind: after ``x`` of its ``n`` waves, ``x - 1`` waves' bytes exist (none in its first
     wave), and all ``n`` at its end; never ahead of the waves that ended (``floor(x)``),
     behind them by at most a wave, and exact at the run's end. An event at every wave's end
-    took a GEMM of 8,000 waves (48,617 x 113,663 x 48,617 on MI210, TP 20) 2.6 times as long
+    took a GEMM of 8,000 waves (48,617 x 113,663 x 48,617 on MI210, TP 20) 2.3 times as long
     to evaluate. The two agree to round-off on the paper's headline study and on 260 random
     configurations (the sceptic review of 2026-12-07); in the sweep T3 under round robin is
     up to 1.5 points faster at 19 of 3,072 rows, its DMA's reads spread over a wave meeting
