@@ -134,8 +134,9 @@ class _Production:
         elif flow.work > 1:
             engine.mark(flow, 1.0, lambda e, f: self._follow(e))
 
-    def _credit(self, engine: Engine, waves: int) -> None:
-        """``waves`` more of the current run's waves have ended."""
+    def _credit(self, engine: Engine, waves: int, *, followed: bool = False) -> None:
+        """``waves`` more of the current run's waves have ended (``followed``: the followers
+        followed all but the last of them, one wave behind)."""
         self.credited += waves
         for st, r in enumerate(self.ratio):
             if r <= 0:
@@ -143,7 +144,9 @@ class _Production:
             self.base[st] += r * waves
             f = self.followers.get(st)
             if f is not None and not f.finished:
-                engine.produce(f, r * waves)
+                # Followed: the engine folded the waves it followed (all but the last) as the
+                # run ended; the last wave's bytes are added here.
+                engine.produce(f, r if followed else r * waves)
 
     def _follow(self, engine: Engine) -> None:
         self.following = True
@@ -155,18 +158,7 @@ class _Production:
         """The current run's last wave has ended: all its tiles exist."""
         if self.run is None:
             return
-        if self.exact:
-            self._credit(engine, round(self.run.work) - self.credited)
-        else:
-            n = self.run.work
-            for st, r in enumerate(self.ratio):
-                if r <= 0:
-                    continue
-                self.base[st] += r * n
-                f = self.followers.get(st)
-                if f is not None and not f.finished:
-                    engine.follow(f, None)          # folds what it followed: n - 1 waves' bytes
-                    engine.produce(f, r)            # and the last wave's
+        self._credit(engine, round(self.run.work) - self.credited, followed=not self.exact)
         self.run = None
 
     def link(self, engine: Engine, s: int, f: Flow) -> None:
