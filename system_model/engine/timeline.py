@@ -188,6 +188,9 @@ class Engine:
         self._seq = 0
         self._used = [0.0] * len(self._names)
         self.events = 0
+        #: Where :meth:`run` stops with work left (a scheme that keeps the fastest of several
+        #: runs moves it as it learns that this one can no longer win).
+        self.stop_after_s = math.inf
         self._memo: tuple | None = None          # (runnable flows and couplings, their rates)
         self.record = record
         #: Per interval, when ``record``: (start, end, {flow name: rate}, {resource: use / capacity},
@@ -256,9 +259,17 @@ class Engine:
             flow.leader, flow.ratio = None, 0.0
 
     # -- the loop -----------------------------------------------------------------------
+    @property
+    def has_work(self) -> bool:
+        """Whether a flow or a timer is left (a run stopped by ``stop_after_s`` has some)."""
+        return bool(self.active or self._timers)
+
     def run(self) -> float:
-        """Run until nothing is left; returns the time of the last event."""
-        while self.active or self._timers:
+        """Run until nothing is left, or until the clock reaches :attr:`stop_after_s`;
+        returns the time of the last event. Conservation is checked when nothing is left."""
+        while self.has_work:
+            if self.now >= self.stop_after_s:
+                return self.now
             dt, runnable = self.next_interval()
             self.finish_interval(dt, runnable)
         self._check_conservation()

@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..engine.timeline import Engine
 from ..kernels.collectives import crossings
 from .context import GemmRun, SchemeResult, Sublayer, fastest, start_collective, traffic
@@ -112,21 +114,26 @@ def _ideal_comm_s(sub: Sublayer, bytes_bound_s: float, op: str) -> float:
     return best
 
 
-def t3(sub: Sublayer, *, record: bool = False) -> SchemeResult:
-    return t3_ring(sub, policy="rr", record=record)
+def t3(sub: Sublayer, *, record: bool = False, beat_s: float = math.inf) -> SchemeResult | None:
+    """T3 with round-robin arbitration (``beat_s``: :func:`~.t3.t3_ring`'s)."""
+    return t3_ring(sub, policy="rr", record=record, beat_s=beat_s)
 
 
-def t3_mca(sub: Sublayer, *, record: bool = False, name: str = "t3_mca") -> SchemeResult:
+def t3_mca(sub: Sublayer, *, record: bool = False, name: str = "t3_mca", beat_s: float = math.inf
+           ) -> SchemeResult | None:
     """T3-MCA: the arbiter's registers (mode, threshold) are the runtime's, set per GEMM (the
     paper sets the threshold from the GEMM's memory intensity). In compute-first mode a GEMM
     that fills the DRAM alone leaves the transfers only the starvation limit's grants, which
     serialises them behind it; where that is slower, the runtime leaves the arbiter in round
     robin. So T3-MCA is the faster of the two modes for each sublayer, and never slower than T3."""
-    mca = t3_ring(sub, policy="mca", record=record, name=name)
-    if not mca.available:
+    mca = t3_ring(sub, policy="mca", record=record, name=name, beat_s=beat_s)
+    if mca is not None and not mca.available:
         return mca
-    rr = t3_ring(sub, policy="rr", record=record, name=name)
-    best = mca if mca.time_s <= rr.time_s else rr
+    # Round robin is kept only where it is faster (``beat_s``: stopped where it cannot be).
+    rr = t3_ring(sub, policy="rr", record=record, name=name, beat_s=beat_s if mca is None else min(beat_s, mca.time_s))
+    best = mca if rr is None or (mca is not None and mca.time_s <= rr.time_s) else rr
+    if best is None:
+        return None
     best.slowdowns = {**best.slowdowns, "mode_mca": 1.0 if best is mca else 0.0}
     return best
 

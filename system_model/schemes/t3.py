@@ -30,7 +30,7 @@ from dataclasses import replace
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
-from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
+from ..kernels.gemm import wave_bytes_before, wave_cap_per_s, wave_stage_bytes, wave_stage_share
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
 
 __all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_from_s",
@@ -71,6 +71,14 @@ def ring_step_Bps(sub: Sublayer) -> float:
     caps = sub.capacities()
     return min(caps[r] / a for r, a in demand.items() if r in caps and a > 0)
 
+
+#: A staged layout replaces the fastest so far only when it is faster by more than this
+#: fraction: the engine resolves work to a billionth, and which of two layouts within that
+#: is reported is rounding, not a result.
+LAYOUT_TIE = 1e-6
+#: What the engine's completion tolerance and rounding may take off a run's lower bound
+#: (:func:`_t3_ring` stops a layout once the bound shows it cannot win).
+BOUND_SLACK = 1e-7
 
 #: Runs of up to this many waves alike produce wave by wave (:class:`_Production`).
 EXACT_RUN_WAVES = 16
@@ -219,29 +227,49 @@ def _staged_gemms(sub: Sublayer):
 
 
 def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | None = None,
-            gemm=None) -> SchemeResult:
+            gemm=None, beat_s: float = math.inf) -> SchemeResult | None:
     """T3 (``policy`` "rr") or T3-MCA ("mca") on a ring of ``sub.tp`` GPUs (``gemm``: its
-    staged waves, when given rather than derived from the sublayer: the crosscheck's)."""
+    staged waves, when given rather than derived from the sublayer: the crosscheck's).
+
+    ``beat_s``: a time to beat, where the caller keeps the fastest of several runs (of the
+    library's kernels): None when the run is sure to end no sooner (each staged layout is
+    stopped once it cannot win, :func:`_t3_ring`)."""
     name = name or ("t3_mca" if policy == "mca" else "t3")
     if not sub.cfg.t3_blocks:
         return na(name, "no tracker or near-memory reducer on this GPU")
     if gemm is None:
         # The same sublayer, policy and recording give the same run (T3, T3-MCA and the
-        # peers' T3 ring share it).
+        # peers' T3 ring share it); a run stopped is known only to end no sooner than the
+        # time it was asked to beat (a float).
         memo = sub.__dict__.setdefault("_t3_runs", {})
         key = (policy, record)
-        if key not in memo:
+        known = memo.get(key)
+        if known is None or (isinstance(known, float) and beat_s > known):
             best = None
             for gemm in _staged_gemms(sub):
-                other = _t3_ring(sub, policy=policy, record=record, gemm=gemm)
-                if best is None or (other.available and other.time_s < best.time_s):
+                beat = beat_s
+                if best is not None and best.available:
+                    beat = min(beat_s, best.time_s * (1 - LAYOUT_TIE))
+                other = _t3_ring(sub, policy=policy, record=record, gemm=gemm, beat_s=beat)
+                if other is not None and (best is None or (other.available and other.time_s < beat)):
                     best = other
-            memo[key] = best
-        return replace(memo[key], scheme=name)
+            known = memo[key] = best if best is not None else beat_s
+        return None if isinstance(known, float) else replace(known, scheme=name)
     return _t3_ring(sub, policy=policy, record=record, gemm=gemm, name=name)
 
 
-def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3") -> SchemeResult:
+def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3",
+             beat_s: float = math.inf) -> SchemeResult | None:
+    """One staged GEMM's run; None once it is sure to end no sooner than ``beat_s``.
+
+    :func:`t3_ring` keeps the fastest of several layouts, so a run that has lost is stopped
+    where a lower bound on its end shows it, not simulated to its end. The bound: the
+    reduce-scatter's steps follow one another (a step starts when the previous one has
+    ended), and each takes at least its chunk at the step's rate alone, and at least a hop,
+    a trigger and its last tile after the previous step's end (its last tile is released
+    then); the last step's end, a hop, the reducer's write and what follows the
+    reduce-scatter are still to come. While the GEMM runs the sublayer ends after now plus
+    the last three."""
     tp = sub.tp
     stage_bytes = gemm.stage_bytes
     tr = sub.transport
@@ -250,6 +278,9 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     engine = sub.engine(policy, record=record)
     timeline: list = []
     prod = _Production(gemm, tp)
+    tail_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz) + sub.after_rs_s
+    bound = _RingBound(stage_bytes[:max(tp - 1, 0)], _forward_rate_Bps(sub, engine), gemm.out_tile_bytes,
+                       hop + _trigger_s(sub), hop, tail_s, beat_s)
     flows: list[Flow | None] = [None] * tp
     ends: list[float | None] = [None] * tp
     state = {"gemm_end": None}
@@ -273,7 +304,16 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         b = wave_stage_bytes(gemm, w).get(0, 0.0) * on_link
         return {r: a * b for r, a in wire.items()} if b > 0 and tp > 1 else {}
 
+    # Each run of waves' least time (its waves at their cap, the DRAM's latency as the GEMM
+    # sees it alone), and the least of the runs after it: the bound's GEMM side.
+    least_runs = {first: n / wave_cap_per_s(gemm, first, sub.dram_latency_s) for first, n, _ in gemm.segments}
+    rest_after, rest = {}, 0.0
+    for first, _, _ in reversed(gemm.segments):
+        rest_after[first] = rest
+        rest += least_runs[first]
+
     def on_run(e: Engine, flow: Flow, w: int, n: int) -> None:
+        e.stop_after_s = bound.run_started(e.now, least_runs[w], rest_after[w])
         prod.start_run(e, flow, w)
         if not arrivals.finished:
             e.follow(arrivals, flow, wave_stage_bytes(gemm, w).get(0, 0.0) * on_link)
@@ -310,6 +350,7 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
 
     def step_done(s: int, t_end: float) -> None:
         ends[s] = t_end
+        engine.stop_after_s = bound.step_ended(s, t_end)
         if record:
             timeline.append(("link", f"step {s + 1}", flows[s].start_s if flows[s] else t_end, t_end + hop))
         schedule_release(s + 1)
@@ -375,6 +416,7 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     def gemm_end(e: Engine) -> None:
         prod.end_run(e)
         state["gemm_end"] = e.now
+        e.stop_after_s = bound.gemm_ended()
 
     marks = {prod.first_wave[s] for s in range(1, tp - 1) if prod.first_wave[s] is not None}
     marks |= {gemm.stage_end_waves[s] for s in range(1, tp - 1) if gemm.stage_end_waves[s] >= 0}
@@ -387,10 +429,14 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     run.start(engine)
     if tp > 1 and b0 == 0:
         step_done(0, 0.0)
-    engine.run()
     last = tp - 2
+    write_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    engine.stop_after_s = min(engine.stop_after_s, bound.deadline())
+    engine.run()
+    if engine.has_work:
+        return None
     received = (ends[last] + hop) if last >= 0 else 0.0
-    rs_done = max(state["gemm_end"], received) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    rs_done = max(state["gemm_end"], received) + write_s
     total = rs_done + sub.after_rs_s
     if record:
         timeline.append(("GEMM", "GEMM", 0.0, state["gemm_end"]))
@@ -405,6 +451,72 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         timeline, slowdowns={"gemm": state["gemm_end"] / sub.gemm_alone_s,
                              "collective": rs_done / rs_alone if rs_alone > 0 else 1.0},
         bound="ideal_rs", intervals=engine.intervals, events=engine.events)
+
+
+def _forward_rate_Bps(sub: Sublayer, engine: Engine) -> float:
+    """The most bytes per second a ring step's forward can move: its wire, reducer and link
+    resources at the engine's capacities (the DRAM's left out: a cycle-level channel serves
+    it by its own rule)."""
+    demand = _forward_demand(sub, dma_read=True, efficiency=sub.transport.ce_link_efficiency)
+    return min((engine.capacities[r] / a for r, a in demand.items()
+                if r in engine.capacities and r != DRAM and a > 0), default=math.inf)
+
+
+class _RingBound:
+    """A lower bound on when T3's ring run ends, as the clock at which it passes ``beat_s``
+    (:func:`_t3_ring`'s docstring says why each term holds). ``stage_bytes``: the steps'
+    chunks, step 1's first; ``rate_Bps``: a forward's most; ``latency_s``: a hop and a
+    trigger; ``tail_s``: the reducer's write and what follows the reduce-scatter."""
+
+    def __init__(self, stage_bytes, rate_Bps: float, tile_bytes: float, latency_s: float, hop_s: float,
+                 tail_s: float, beat_s: float):
+        # A step's least time after the previous one's end: its chunk at the rate, or a hop,
+        # a trigger and its last tile; an empty stage none.
+        least = [0.0 if b <= 0 else max(b / rate_Bps, latency_s + min(tile_bytes, b) / rate_Bps)
+                 for b in stage_bytes]
+        # after[k]: the least time from step k's end to the sublayer's.
+        self.after = [0.0] * len(least)
+        rest = hop_s + tail_s
+        for k in range(len(least) - 1, -1, -1):
+            self.after[k] = rest
+            rest += least[k]
+        self.tail_s = tail_s
+        self.target_s = beat_s / (1 - BOUND_SLACK)
+        self.steps_ended = 0
+        self.gemm_done = False
+        self.gemm_rest_s = 0.0        # the GEMM's least time after the run of waves now running
+        self.fixed_s = 0.0            # the bound from the last step's end or run's start, the clock aside
+
+    def deadline(self) -> float:
+        if self.target_s == math.inf:
+            return math.inf
+        if self.fixed_s >= self.target_s:
+            return -math.inf
+        clock = []
+        if self.steps_ended < len(self.after):
+            # The first step not ended ends no sooner than now.
+            clock.append(self.target_s - self.after[self.steps_ended])
+        if not self.gemm_done:
+            # Nor does the GEMM's running run of waves; the runs after it take their least.
+            clock.append(self.target_s - self.tail_s - self.gemm_rest_s)
+        return min(clock, default=math.inf)
+
+    def step_ended(self, s: int, t_s: float) -> float:
+        self.steps_ended = s + 1
+        # The next step ends a least time after this one's (after[s] counts it).
+        self.fixed_s = max(self.fixed_s, t_s + self.after[s])
+        return self.deadline()
+
+    def run_started(self, t_s: float, least_s: float, rest_s: float) -> float:
+        """A run of the GEMM's waves started at ``t_s``: it takes ``least_s`` at least (its
+        waves at their cap), and the runs after it ``rest_s``."""
+        self.gemm_rest_s = rest_s
+        self.fixed_s = max(self.fixed_s, t_s + least_s + rest_s + self.tail_s)
+        return self.deadline()
+
+    def gemm_ended(self) -> float:
+        self.gemm_done = True
+        return self.deadline()
 
 
 def hardware_rs_s(sub: Sublayer) -> float:

@@ -1,0 +1,110 @@
+"""T3's staged layouts stopped once they cannot win (``schemes/t3.py``: ``_RingBound``,
+``t3_ring``'s ``beat_s``) choose what running every layout to its end chooses.
+
+T3 tries each way of cutting its output into the ring's stages, on every CU and on fewer,
+and keeps the fastest; most layouts lose, and a lower bound on a run's end (the ring's
+steps, each at least its chunk at the step's rate or a hop, a trigger and a tile after the
+previous one; the GEMM's runs of waves, each at least its waves at their cap) stops a loser
+as soon as it shows the loss. A bound that is not one would drop a layout that wins, so it
+is held here against full runs on random configurations: every preset, M from 1 to 16,384,
+N and K from 256 to 16,384, TP 2-48, both collectives, both arbiter policies, and the
+row-aware DRAM on some draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from system_model.describe.models import GemmShape
+from system_model.describe.presets import PLATFORMS
+from system_model.schemes import evaluate, t3
+from system_model.schemes.context import Sublayer
+
+
+def _dimension(lowest: int):
+    return st.floats(min_value=math.log(lowest), max_value=math.log(16384)).map(lambda x: int(round(math.exp(x))))
+
+
+@st.composite
+def sublayers(draw):
+    name = draw(st.sampled_from(sorted(PLATFORMS)))
+    cfg = PLATFORMS[name].study_config()
+    if draw(st.booleans()) and draw(st.booleans()):
+        cfg = replace(cfg, dram_model="rows")
+    shape = GemmShape(draw(_dimension(1)), draw(_dimension(256)), draw(_dimension(256)))
+    tp = draw(st.integers(2, 48))
+    collective = draw(st.sampled_from(("all_reduce", "reduce_scatter")))
+    return Sublayer(cfg, shape, tp, collective), draw(st.sampled_from(("rr", "mca")))
+
+
+def _full_runs(sub: Sublayer, policy: str) -> list:
+    return [t3._t3_ring(sub, policy=policy, record=False, gemm=g) for g in t3._staged_gemms(sub)]
+
+
+def _chosen(runs: list):
+    """The rule t3_ring keeps: the first layout, replaced only by one faster by more than
+    the tie fraction."""
+    best = None
+    for r in runs:
+        if best is None or (r.available and r.time_s < best.time_s * (1 - t3.LAYOUT_TIE)):
+            best = r
+    return best
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sublayers())
+def test_a_layout_is_stopped_only_when_it_cannot_win(case):
+    sub, policy = case
+    if not sub.cfg.t3_blocks:
+        return
+    layouts = list(t3._staged_gemms(sub))
+    for gemm, full in zip(layouts, _full_runs(sub, policy), strict=True):
+        # Asked to beat a time just above its own, a run must finish and agree exactly.
+        again = t3._t3_ring(sub, policy=policy, record=False, gemm=gemm, beat_s=full.time_s * (1 + 1e-6))
+        assert again is not None, (sub.shape, sub.tp, policy, gemm.cus, full.time_s)
+        assert again.time_s == full.time_s and again.traffic == full.traffic
+        # Asked to beat a faster time, it may stop, but only because it ends no sooner.
+        for beat in (full.time_s * 0.999, full.time_s * 0.5):
+            r = t3._t3_ring(sub, policy=policy, record=False, gemm=gemm, beat_s=beat)
+            assert r is None or r.time_s == full.time_s
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sublayers())
+def test_the_stopped_search_keeps_the_layout_the_full_search_keeps(case):
+    sub, policy = case
+    if not sub.cfg.t3_blocks:
+        return
+    best = _chosen(_full_runs(sub, policy))
+    kept = t3.t3_ring(replace_sub(sub), policy=policy)
+    assert kept.time_s == best.time_s and kept.traffic == best.traffic and kept.gemm_s == best.gemm_s
+    # Asked to beat a time the best misses, it says so; one the best makes, it returns the best.
+    under = t3.t3_ring(replace_sub(sub), policy=policy, beat_s=best.time_s * 0.999)
+    assert under is None or under.time_s >= best.time_s * 0.999
+    ahead = t3.t3_ring(replace_sub(sub), policy=policy, beat_s=best.time_s * 1.001)
+    assert ahead is not None and ahead.time_s == best.time_s
+
+
+def replace_sub(sub: Sublayer) -> Sublayer:
+    """The same sublayer without t3_ring's memo of earlier runs."""
+    return Sublayer(sub.cfg, sub.shape, sub.tp, sub.collective)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sublayers())
+def test_evaluate_with_stopped_kernels_equals_evaluate_without(case):
+    """The library's other kernels run T3 under the time the best so far set: the same
+    result as running each in full (the bound switched off)."""
+    sub, _ = case
+    schemes = ("t3", "t3_mca", "t3_ring")
+    fast = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
+    with mock.patch.object(t3._RingBound, "deadline", lambda self: math.inf):
+        slow = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
+    for name in schemes:
+        assert fast[name].time_s == slow[name].time_s, (name, fast[name].time_s, slow[name].time_s)
+        assert fast[name].traffic == slow[name].traffic, name
