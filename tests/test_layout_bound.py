@@ -1,5 +1,7 @@
 """T3's staged layouts stopped once they cannot win (``schemes/t3.py``: ``_RingBound``,
-``t3_ring``'s ``beat_s``) choose what running every layout to its end chooses.
+``t3_ring``'s ``beat_s``) choose what running every layout to its end chooses; so do CU
+sharing's layouts and FlashOverlap's groupings, stopped once their clock passes the time to
+beat (``schemes/context.py``: ``run_to_beat``).
 
 T3 tries each way of cutting its output into the ring's stages, on every CU and on fewer,
 and keeps the fastest; most layouts lose, and a lower bound on a run's end (the ring's
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 
 from system_model.describe.models import GemmShape
 from system_model.describe.presets import PLATFORMS
-from system_model.schemes import evaluate, t3
+from system_model.schemes import evaluate, paper, peers, t3
 from system_model.schemes.context import Sublayer
 
 
@@ -95,16 +97,48 @@ def replace_sub(sub: Sublayer) -> Sublayer:
     return Sublayer(sub.cfg, sub.shape, sub.tp, sub.collective)
 
 
+def _run_to_the_end(engine, beat_s, end_s) -> bool:
+    engine.run()
+    return True
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sublayers())
 def test_evaluate_with_stopped_kernels_equals_evaluate_without(case):
-    """The library's other kernels run T3 under the time the best so far set: the same
-    result as running each in full (the bound switched off)."""
+    """The library's other kernels run under the time the best so far set, and each scheme's
+    layouts under the best layout's: the same result as running each in full (every stop
+    switched off)."""
     sub, _ = case
-    schemes = ("t3", "t3_mca", "t3_ring")
+    schemes = ("t3", "t3_mca", "t3_ring", "cu_sharing", "flashoverlap")
     fast = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
-    with mock.patch.object(t3._RingBound, "deadline", lambda self: math.inf):
+    with mock.patch.object(t3._RingBound, "deadline", lambda self: math.inf), \
+            mock.patch.object(paper, "run_to_beat", _run_to_the_end), \
+            mock.patch.object(peers, "run_to_beat", _run_to_the_end):
         slow = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
     for name in schemes:
         assert fast[name].time_s == slow[name].time_s, (name, fast[name].time_s, slow[name].time_s)
         assert fast[name].traffic == slow[name].traffic, name
+        assert fast[name].gemm_s == slow[name].gemm_s, name
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sublayers())
+def test_a_clock_stopped_run_is_one_that_cannot_win(case):
+    """CU sharing's layouts and FlashOverlap's groupings end with their last event: asked to
+    beat the next float above their own end they finish and agree; asked to beat their own
+    end or less they may stop."""
+    sub, _ = case
+    runs = [(lambda beat, g=g: paper._cu_sharing(sub, False, g, beat_s=beat))
+            for g in sub.staged_gemms(cus=sub.gpu.cus - sub.cfg.cu_sharing_cus)]
+    if sub.cfg.peer.nccl_sms < sub.gpu.cus:
+        gemm = sub.gemm(cus=sub.gpu.cus - sub.cfg.peer.nccl_sms)
+        runs += [(lambda beat, n=n: peers._flashoverlap_groups(
+            sub, gemm, peers.wave_groups(gemm.tiles, gemm.cus, n), record=False, beat_s=beat))
+            for n in range(2, min(sub.cfg.peer.groups_per_gemm, gemm.waves) + 1)]
+    for run in runs:
+        full = run(math.inf)
+        just = run(math.nextafter(full.time_s, math.inf))
+        assert just is not None and just.time_s == full.time_s and just.traffic == full.traffic
+        for beat in (full.time_s, full.time_s * 0.9):
+            r = run(beat)
+            assert r is None or r.time_s == full.time_s

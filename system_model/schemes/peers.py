@@ -41,7 +41,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.custom_allreduce import custom_na_reason
 from ..kernels.gemm import wave_bytes_before
-from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, na, run_to_beat, traffic
 from .paper import sequential
 
 __all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "custom_ar"]
@@ -160,11 +160,12 @@ def async_tp(sub: Sublayer, *, record: bool = False) -> SchemeResult:
 
 
 def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int] | None, start_send, record: bool,
-                  policy: str = "rr") -> tuple[Engine, dict]:
+                  policy: str = "rr", beat_s: float = math.inf, end_s=lambda t: t) -> tuple[Engine, dict] | None:
     """A GEMM whose stages (``groups``: new tiles per group, in dispatch order; a group of
     none is done with the group before it; None: the GEMM's own stages) are sent one after
     another as each completes: ``start_send(engine, stage, on_end)`` starts the send of a
-    stage."""
+    stage. None once it cannot end before ``beat_s`` (``end_s(t)``: the scheme's end if the
+    GEMM's or the last send's end is ``t``; :func:`~.context.run_to_beat`)."""
     engine = sub.engine(policy, record=record)
     ends = {}
     if groups is None and gemm.stage_group > 1:
@@ -197,7 +198,8 @@ def _staged_sends(sub: Sublayer, scheme: str, *, gemm, groups: list[int] | None,
         pump(e)
     GemmRun(sub, gemm, on_wave=on_wave, marks_at=set(ends),
             on_end=lambda e: state.__setitem__("gemm", e.now)).start(engine)
-    engine.run()
+    if not run_to_beat(engine, beat_s, end_s):
+        return None
     return engine, state
 
 
@@ -217,10 +219,12 @@ def wave_groups(tiles: int, cus: int, groups: int) -> list[int]:
     return sizes
 
 
-def flashoverlap(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+def flashoverlap(sub: Sublayer, *, record: bool = False, beat_s: float = math.inf) -> SchemeResult:
     """FlashOverlap as its search leaves it: the best of 1 to ``groups_per_gemm`` groups of
     whole waves (its ``tune/search.py`` tries partitions of the GEMM's waves and keeps the
-    fastest; one group is the GEMM on every SM, then the library's collective)."""
+    fastest; one group is the GEMM on every SM, then the library's collective). ``beat_s``:
+    a time to beat (the caller keeps the fastest of several kernels): a grouping is stopped
+    once it can no longer beat it or the best so far."""
     k = sub.cfg.peer.nccl_sms
     if k >= sub.gpu.cus:
         return na("flashoverlap", f"NCCL's {k} SMs leave none for the GEMM")
@@ -228,13 +232,15 @@ def flashoverlap(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     best = replace(alone, scheme="flashoverlap", slowdowns={"gemm": 1.0})
     gemm = sub.gemm(cus=sub.gpu.cus - k)
     for groups in range(2, min(sub.cfg.peer.groups_per_gemm, gemm.waves) + 1):
-        r = _flashoverlap_groups(sub, gemm, wave_groups(gemm.tiles, gemm.cus, groups), record=record)
-        if r.time_s < best.time_s:
+        r = _flashoverlap_groups(sub, gemm, wave_groups(gemm.tiles, gemm.cus, groups), record=record,
+                                 beat_s=min(beat_s, best.time_s))
+        if r is not None and r.time_s < best.time_s:
             best = r
     return best
 
 
-def _flashoverlap_groups(sub: Sublayer, gemm, groups: list[int], *, record: bool) -> SchemeResult:
+def _flashoverlap_groups(sub: Sublayer, gemm, groups: list[int], *, record: bool, beat_s: float = math.inf
+                         ) -> SchemeResult | None:
     """The GEMM on the SMs NCCL leaves, each group of tiles reduce-scattered by NCCL (its
     SMs' channels) once its last wave ends, one group after another."""
     from .context import start_collective
@@ -245,9 +251,13 @@ def _flashoverlap_groups(sub: Sublayer, gemm, groups: list[int], *, record: bool
         p = sub.plan("reduce_scatter", groups[s] * tile_bytes, channels=k)
         e.after(sub.signal_s, lambda e2: start_collective(e2, sub, p, name=f"RS group {s + 1}/{len(groups)}",
                                                           on_end=on_end))
-    engine, state = _staged_sends(sub, "flashoverlap", gemm=gemm, groups=groups, start_send=send, record=record)
     # The reduce-scatter's result of each group lies in group order: put back in row order.
     reorder_s = sub.launch_s + 2 * sub.chunk / sub.gpu.dram_bytes_per_s
+    ran = _staged_sends(sub, "flashoverlap", gemm=gemm, groups=groups, start_send=send, record=record,
+                        beat_s=beat_s, end_s=lambda t: t + reorder_s + sub.after_rs_s)
+    if ran is None:
+        return None
+    engine, state = ran
     end = max(state["gemm"], state["sent"]) + reorder_s
     p = sub.plan("reduce_scatter")
     return SchemeResult("flashoverlap", end + sub.after_rs_s, state["gemm"],
