@@ -247,13 +247,15 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
         if known is None or (isinstance(known, float) and beat_s > known):
             best = None
             for gemm in _staged_gemms(sub):
-                beat = beat_s
-                if best is not None and best.available:
-                    beat = min(beat_s, best.time_s * (1 - LAYOUT_TIE))
-                other = _t3_ring(sub, policy=policy, record=record, gemm=gemm, beat_s=beat)
-                if other is not None and (best is None or (other.available and other.time_s < beat)):
+                replaces = best.time_s * (1 - LAYOUT_TIE) if best is not None and best.available else math.inf
+                other = _t3_ring(sub, policy=policy, record=record, gemm=gemm, beat_s=min(beat_s, replaces))
+                if other is not None and (best is None or (other.available and other.time_s < replaces)):
                     best = other
-            known = memo[key] = best if best is not None else beat_s
+            # A layout stopped by beat_s ends no sooner; where no layout ended before it, the
+            # fastest that ran is not known to be the fastest of all: only that none beats it.
+            if best is None or (best.available and best.time_s >= beat_s):
+                best = beat_s * (1 - LAYOUT_TIE)
+            known = memo[key] = best
         return None if isinstance(known, float) else replace(known, scheme=name)
     return _t3_ring(sub, policy=policy, record=record, gemm=gemm, name=name)
 
