@@ -1,7 +1,7 @@
 """T3's staged layouts stopped once they cannot win (``schemes/t3.py``: ``_RingBound``,
 ``t3_ring``'s ``beat_s``) choose what running every layout to its end chooses; so do CU
-sharing's layouts and FlashOverlap's groupings, stopped once their clock passes the time to
-beat (``schemes/context.py``: ``run_to_beat``).
+sharing's, Flux's and T3 direct's layouts and FlashOverlap's groupings, stopped once their
+clock passes the time to beat (``schemes/context.py``: ``run_to_beat``).
 
 T3 tries each way of cutting its output into the ring's stages, on every CU and on fewer,
 and keeps the fastest; most layouts lose, and a lower bound on a run's end (the ring's
@@ -103,12 +103,12 @@ def _run_to_the_end(engine, beat_s, end_s) -> bool:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sublayers(), st.permutations(("t3", "t3_mca", "t3_ring", "cu_sharing", "flashoverlap")))
+@given(sublayers(), st.permutations(("t3", "t3_mca", "t3_ring", "t3_direct", "cu_sharing", "flashoverlap", "flux")))
 @example((Sublayer(PLATFORMS["mi355x"].with_changes(
     hbm_GBps=23299.919482759673, link_bw_GBps_per_link=316.5561927812167, scale_out_GBps_per_gpu=65.11747838377543,
     dram_latency_ns=933.4529923013637, link_latency_ns=2680.1907051977755, scale_out_latency_ns=11239.31879695138,
     nic_doorbell_ns=2533.3480048108613, max_split_k=16).study_config(), GemmShape(59, 5375, 802), 6, "all_reduce"),
-    "rr"), ("t3_mca", "t3", "t3_ring", "cu_sharing", "flashoverlap"))
+    "rr"), ("t3_mca", "t3", "t3_ring", "t3_direct", "cu_sharing", "flashoverlap", "flux"))
 def test_evaluate_with_stopped_kernels_equals_evaluate_without(case, schemes):
     """The library's other kernels run under the time the best so far set, and each scheme's
     layouts under the best layout's: the same result as running each in full (every stop
@@ -121,7 +121,8 @@ def test_evaluate_with_stopped_kernels_equals_evaluate_without(case, schemes):
     fast = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
     with mock.patch.object(t3._RingBound, "deadline", lambda self: math.inf), \
             mock.patch.object(paper, "run_to_beat", _run_to_the_end), \
-            mock.patch.object(peers, "run_to_beat", _run_to_the_end):
+            mock.patch.object(peers, "run_to_beat", _run_to_the_end), \
+            mock.patch.object(t3, "run_to_beat", _run_to_the_end):
         slow = evaluate(sub.cfg, sub.shape, sub.tp, schemes=schemes, collective=sub.collective, record=True)
     for name in schemes:
         assert fast[name].time_s == slow[name].time_s, (name, fast[name].time_s, slow[name].time_s)
@@ -132,9 +133,9 @@ def test_evaluate_with_stopped_kernels_equals_evaluate_without(case, schemes):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sublayers())
 def test_a_clock_stopped_run_is_one_that_cannot_win(case):
-    """CU sharing's layouts and FlashOverlap's groupings end with their last event: asked to
-    beat the next float above their own end they finish and agree; asked to beat their own
-    end or less they may stop."""
+    """CU sharing's, Flux's and T3 direct's layouts and FlashOverlap's groupings end with
+    their last event (plus what follows it): asked to beat the next float above their own end
+    they finish and agree; asked to beat their own end or less they may stop."""
     sub, _ = case
     runs = [(lambda beat, g=g: paper._cu_sharing(sub, False, g, beat_s=beat))
             for g in sub.staged_gemms(cus=sub.gpu.cus - sub.cfg.cu_sharing_cus)]
@@ -143,6 +144,9 @@ def test_a_clock_stopped_run_is_one_that_cannot_win(case):
         runs += [(lambda beat, n=n: peers._flashoverlap_groups(
             sub, gemm, peers.wave_groups(gemm.tiles, gemm.cus, n), record=False, beat_s=beat))
             for n in range(2, min(sub.cfg.peer.groups_per_gemm, gemm.waves) + 1)]
+    runs += [(lambda beat, g=g: peers._flux(sub, False, g, beat))
+             for c in sub.stage_layouts for g in sub.staged_gemms(stage_columns=c)]
+    runs += [(lambda beat, g=g: t3._t3_direct(sub, record=False, gemm=g, beat_s=beat)) for g in t3._staged_gemms(sub)]
     for run in runs:
         full = run(math.inf)
         just = run(math.nextafter(full.time_s, math.inf))

@@ -40,9 +40,9 @@ _LIBRARY_KERNEL = {"sequential", "nvls", "custom_ar", "async_tp", "ideal_overlap
 #: same run (Triton-distributed's fused GEMM + AR on NVIDIA: its layer's tile), so one is run.
 _OWN_KERNEL = {"triton_dist_ar": lambda sub: sub.triton_ar_gemm_kernel is not None}
 #: Schemes that take a time to beat (``beat_s``) and stop a run once it cannot, returning
-#: None: their layouts (T3's, CU sharing's) and groupings (FlashOverlap's) are many full
-#: simulations each, most of them losing.
-_BEATABLE = {"t3", "t3_mca", "t3_ring", "cu_sharing", "flashoverlap"}
+#: None: their layouts (T3's, T3 direct's, CU sharing's, Flux's) and groupings
+#: (FlashOverlap's) are many full simulations each, most of them losing.
+_BEATABLE = {"t3", "t3_mca", "t3_ring", "t3_direct", "cu_sharing", "flashoverlap", "flux"}
 #: The ideals, and which result field names them.
 BOUNDS = {"ideal_rs": "ideal_overlap", "ideal_ar": "ideal_all_reduce"}
 

@@ -106,6 +106,20 @@ def fastest(results) -> SchemeResult:
     return best
 
 
+def fastest_of(run: Callable, layouts, beat_s: float = math.inf) -> SchemeResult | None:
+    """:func:`fastest` of ``run(layout, time to beat)`` over ``layouts``, each run asked to
+    beat the fastest so far (and ``beat_s``, where the caller keeps the fastest of several
+    kernels): a run returns None once it cannot (:func:`run_to_beat`). None where no run
+    ends before ``beat_s``; the first where none runs."""
+    best = None
+    for layout in layouts:
+        beat = min(beat_s, best.time_s) if best is not None and best.available else beat_s
+        r = run(layout, beat)
+        if r is not None and (best is None or (r.available and (not best.available or r.time_s < best.time_s))):
+            best = r
+    return best
+
+
 def run_to_beat(engine: Engine, beat_s: float, end_s: Callable[[float], float]) -> bool:
     """Run ``engine`` to its end, or stop it once it can no longer end before ``beat_s`` (a
     scheme that keeps the fastest of several runs): ``end_s(t)`` is the run's end if its last

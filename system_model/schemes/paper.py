@@ -25,7 +25,7 @@ import math
 
 from ..engine.timeline import Engine
 from ..kernels.collectives import crossings
-from .context import GemmRun, SchemeResult, Sublayer, run_to_beat, start_collective, traffic
+from .context import GemmRun, SchemeResult, Sublayer, fastest_of, run_to_beat, start_collective, traffic
 from .t3 import ideal_rs_nmc, t3_ring
 
 __all__ = ["sequential", "ideal_overlap", "ideal_all_reduce", "rs_lower_bound_s", "ar_lower_bound_s", "cu_sharing",
@@ -142,13 +142,8 @@ def cu_sharing(sub: Sublayer, *, record: bool = False, beat_s: float = math.inf)
     """The fastest of the staged GEMM's layouts (``beat_s``: a time to beat, where the caller
     keeps the fastest of several kernels; None when no layout ends before it). A layout is
     stopped once it can no longer be the fastest (:func:`~.context.run_to_beat`)."""
-    best = None
-    for gemm in sub.staged_gemms(cus=sub.gpu.cus - sub.cfg.cu_sharing_cus):
-        beat = min(beat_s, best.time_s) if best is not None and best.available else beat_s
-        r = _cu_sharing(sub, record, gemm, beat_s=beat)
-        if r is not None and (best is None or (r.available and (not best.available or r.time_s < best.time_s))):
-            best = r
-    return best
+    return fastest_of(lambda gemm, beat: _cu_sharing(sub, record, gemm, beat_s=beat),
+                      sub.staged_gemms(cus=sub.gpu.cus - sub.cfg.cu_sharing_cus), beat_s)
 
 
 def _cu_sharing(sub: Sublayer, record: bool, gemm, beat_s: float = math.inf) -> SchemeResult | None:

@@ -41,7 +41,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.custom_allreduce import custom_na_reason
 from ..kernels.gemm import wave_bytes_before
-from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, na, run_to_beat, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest, fastest_of, na, run_to_beat, traffic
 from .paper import sequential
 
 __all__ = ["flux", "async_tp", "flashoverlap", "wave_groups", "dma_collective", "dma_nmc", "nvls", "custom_ar"]
@@ -58,15 +58,17 @@ def _reduce_kernel(engine: Engine, sub: Sublayer, chunks: int, on_end, name: str
     engine.after(sub.launch_s, go)
 
 
-def flux(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+def flux(sub: Sublayer, *, record: bool = False, beat_s: float = math.inf) -> SchemeResult | None:
+    """Flux (``beat_s``: a time to beat, :func:`~.context.fastest_of`)."""
     if (n := direct_na(sub, "flux")) is not None:
         return n
     # Its GEMM cut as the sublayer allows (by columns too for an all-reduce of few rows, as
     # T3's: a fair comparison gives both the same choice).
-    return fastest(_flux(sub, record, g) for c in sub.stage_layouts for g in sub.staged_gemms(stage_columns=c))
+    return fastest_of(lambda g, beat: _flux(sub, record, g, beat),
+                      (g for c in sub.stage_layouts for g in sub.staged_gemms(stage_columns=c)), beat_s)
 
 
-def _flux(sub: Sublayer, record: bool, gemm) -> SchemeResult:
+def _flux(sub: Sublayer, record: bool, gemm, beat_s: float = math.inf) -> SchemeResult | None:
     tp = sub.tp
     sb = gemm.stage_bytes
     peers = sum(sb[:-1])
@@ -86,7 +88,9 @@ def _flux(sub: Sublayer, record: bool, gemm) -> SchemeResult:
                   on_end=lambda e: state.__setitem__("gemm", e.now))
     engine.start(pull, lambda e, f: state.__setitem__("pulled", e.now))
     run.start(engine)
-    engine.run()
+    # It ends with the GEMM or the pulls (and a signal), whichever is last.
+    if not run_to_beat(engine, beat_s, lambda t: t + sub.after_rs_s):
+        return None
     done = max(state["gemm"], state.get("pulled", 0.0) + sub.signal_s)
     return SchemeResult("flux", done + sub.after_rs_s, state["gemm"],
                         traffic(gemm.dram_read_bytes, gemm.output_bytes, (peers, 2 * peers), sub.ag_traffic),

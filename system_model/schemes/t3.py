@@ -31,7 +31,7 @@ from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
 from ..kernels.gemm import wave_bytes_before, wave_cap_per_s, wave_stage_bytes, wave_stage_share
-from .context import GemmRun, SchemeResult, Sublayer, direct_na, na, traffic
+from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest_of, na, run_to_beat, traffic
 
 __all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_from_s",
            "ring_chains", "hardware_rs_on_timeline", "t3_direct", "ideal_rs_nmc"]
@@ -671,7 +671,7 @@ def ideal_rs_nmc(sub: Sublayer) -> SchemeResult:
                                 sub.ag_traffic), bound="ideal_rs")
 
 
-def t3_direct(sub: Sublayer, *, record: bool = False) -> SchemeResult:
+def t3_direct(sub: Sublayer, *, record: bool = False, beat_s: float = math.inf) -> SchemeResult | None:
     """T3 beyond a ring: each tracked tile goes from the epilogue straight to its owner as a
     remote near-memory update, which the owner's reducer adds; no forwarding, no DMA reads.
     The GEMM computes the peers' chunks first (every wave holds every peer's rows, so the
@@ -684,15 +684,12 @@ def t3_direct(sub: Sublayer, *, record: bool = False) -> SchemeResult:
     # As for T3's ring: of one wave or two uneven ones, the peers' chunks finish with little
     # left to hide behind, and fewer CUs may hide them (found by the invariant suite: on A100
     # at TP 2, N 256 -> 321 made T3 direct 10% faster).
-    best = None
-    for gemm in _staged_gemms(sub):
-        other = _t3_direct(sub, record=record, gemm=gemm)
-        if best is None or (other.available and other.time_s < best.time_s):
-            best = other
-    return best
+    # (``beat_s``: a time to beat, :func:`~.context.fastest_of`.)
+    return fastest_of(lambda gemm, beat: _t3_direct(sub, record=record, gemm=gemm, beat_s=beat),
+                      _staged_gemms(sub), beat_s)
 
 
-def _t3_direct(sub: Sublayer, *, record: bool, gemm) -> SchemeResult:
+def _t3_direct(sub: Sublayer, *, record: bool, gemm, beat_s: float = math.inf) -> SchemeResult | None:
     tp = sub.tp
     sb = gemm.stage_bytes
     peers = sum(sb[:-1])
@@ -722,7 +719,10 @@ def _t3_direct(sub: Sublayer, *, record: bool, gemm) -> SchemeResult:
                   marks_at={peer_waves[-1]} if peer_waves else set(),
                   on_end=lambda e: state.__setitem__("gemm", e.now))
     run.start(engine)
-    engine.run()
+    # It ends with the GEMM or the buffer's updates (and a hop), whichever is last.
+    write_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    if not run_to_beat(engine, beat_s, lambda t: t + write_s + sub.after_rs_s):
+        return None
     received = state.get("sent", 0.0) + sub.latency_s
     done = max(state["gemm"], received) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
     return SchemeResult("t3_direct", done + sub.after_rs_s, state["gemm"],
