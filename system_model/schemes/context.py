@@ -477,6 +477,11 @@ class GemmRun:
             return
         self._next_run(engine)
 
+    def least_s(self, w: int, n: int) -> float:
+        """The least time a run of ``n`` waves alike from wave ``w`` takes: its flow's cap
+        (below) bounds its rate, whatever the DRAM gives it."""
+        return n / wave_cap_per_s(self.gemm, w, self._latency)
+
     def waves_done(self) -> float:
         """Waves done so far (fractional inside a run)."""
         return self.run_start + (self.flow.done if self.flow is not None else 0.0)
@@ -489,7 +494,7 @@ class GemmRun:
         if self.extra is not None:
             for r, a in self.extra(w).items():
                 demand[r] = demand.get(r, 0.0) + a
-        cap = wave_cap_per_s(g, w, self._latency)
+        cap = wave_cap_per_s(g, w, self._latency)      # (least_s reads the same cap)
         flow = Flow(f"{self.name} waves {w}-{w + n - 1}", n, demand, cap=cap, klass="compute", lane="GEMM",
                     serial=(1.0 / cap, reads) if g.serial_steps else None, cycle=self._cycle(w, reads, stored),
                     cap_at_latency=lambda extra_s, g=g, w=w: wave_cap_per_s(g, w, self._latency + extra_s))

@@ -30,7 +30,7 @@ from dataclasses import replace
 from ..engine.sharing import DRAM, GRANTS
 from ..engine.timeline import Engine, Flow
 from ..kernels.collectives import hardware_rs_crossings
-from ..kernels.gemm import wave_bytes_before, wave_cap_per_s, wave_stage_bytes, wave_stage_share
+from ..kernels.gemm import wave_bytes_before, wave_stage_bytes, wave_stage_share
 from .context import GemmRun, SchemeResult, Sublayer, direct_na, fastest_of, na, run_to_beat, traffic
 
 __all__ = ["t3_ring", "arrival_demand", "ring_step_Bps", "hardware_rs_s", "hardware_rs_from_s",
@@ -266,12 +266,15 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
 
     :func:`t3_ring` keeps the fastest of several layouts, so a run that has lost is stopped
     where a lower bound on its end shows it, not simulated to its end. The bound: the
-    reduce-scatter's steps follow one another (a step starts when the previous one has
-    ended), and each takes at least its chunk at the step's rate alone, and at least a hop,
-    a trigger and its last tile after the previous step's end (its last tile is released
-    then); the last step's end, a hop, the reducer's write and what follows the
-    reduce-scatter are still to come. While the GEMM runs the sublayer ends after now plus
-    the last three."""
+    reduce-scatter's forwarded steps (2 to ``tp - 1``) follow one another (a step starts
+    when the previous one has ended), and each takes at least its chunk at a forward's rate
+    alone, and at least a hop, a trigger and its last tile after the previous step's end
+    (its last tile is released then); step 1 (the epilogue's stores) is bounded only by the
+    clock; the last step's end, a hop, the reducer's write and what follows the
+    reduce-scatter are still to come. While the GEMM runs the sublayer ends after now, its
+    runs of waves still to come at their least (:meth:`GemmRun.least_s`), and those three.
+    The rates are the engine's allocation's, which fills to a billionth of a capacity
+    (:data:`BOUND_SLACK` covers that and the completion tolerance)."""
     tp = sub.tp
     stage_bytes = gemm.stage_bytes
     tr = sub.transport
@@ -306,13 +309,10 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         b = wave_stage_bytes(gemm, w).get(0, 0.0) * on_link
         return {r: a * b for r, a in wire.items()} if b > 0 and tp > 1 else {}
 
-    # Each run of waves' least time (its waves at their cap, the DRAM's latency as the GEMM
-    # sees it alone), and the least of the runs after it: the bound's GEMM side.
-    least_runs = {first: n / wave_cap_per_s(gemm, first, sub.dram_latency_s) for first, n, _ in gemm.segments}
-    rest_after, rest = {}, 0.0
-    for first, _, _ in reversed(gemm.segments):
-        rest_after[first] = rest
-        rest += least_runs[first]
+    # Each run of waves' least time (GemmRun.least_s, below), and the least of the runs
+    # after it: the bound's GEMM side.
+    least_runs: dict[int, float] = {}
+    rest_after: dict[int, float] = {}
 
     def on_run(e: Engine, flow: Flow, w: int, n: int) -> None:
         e.stop_after_s = bound.run_started(e.now, least_runs[w], rest_after[w])
@@ -426,6 +426,11 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
         marks.add(stage1_waves[-1])
     run = GemmRun(sub, gemm, store_units=u, local_fraction=local_fraction, on_wave=wave_end, on_end=gemm_end,
                   on_run=on_run, extra=extra, marks_at=marks)
+    rest = 0.0
+    for first, n, _ in reversed(gemm.segments):
+        least_runs[first] = run.least_s(first, n)
+        rest_after[first] = rest
+        rest += least_runs[first]
     if tp > 1 and b0 > 0:
         engine.start(arrivals, lambda e, fl: step1_part_done("arrivals", e.now))
     run.start(engine)
@@ -472,10 +477,11 @@ class _RingBound:
 
     def __init__(self, stage_bytes, rate_Bps: float, tile_bytes: float, latency_s: float, hop_s: float,
                  tail_s: float, beat_s: float):
-        # A step's least time after the previous one's end: its chunk at the rate, or a hop,
-        # a trigger and its last tile; an empty stage none.
-        least = [0.0 if b <= 0 else max(b / rate_Bps, latency_s + min(tile_bytes, b) / rate_Bps)
-                 for b in stage_bytes]
+        # A forwarded step's least time after the previous one's end: its chunk at the rate,
+        # or a hop, a trigger and its last tile; an empty stage none. (Step 1's, the
+        # epilogue's stores, is never counted: only the clock bounds it.)
+        least = [0.0] + [0.0 if b <= 0 else max(b / rate_Bps, latency_s + min(tile_bytes, b) / rate_Bps)
+                         for b in stage_bytes[1:]]
         # after[k]: the least time from step k's end to the sublayer's.
         self.after = [0.0] * len(least)
         rest = hop_s + tail_s
