@@ -99,11 +99,7 @@ class SchemeResult:
 
 def fastest(results) -> SchemeResult:
     """The fastest of one scheme's runs (its layouts of the GEMM); the first where none runs."""
-    best = None
-    for r in results:
-        if best is None or (r.available and (not best.available or r.time_s < best.time_s)):
-            best = r
-    return best
+    return fastest_of(lambda r, _beat: r, results)
 
 
 def fastest_of(run: Callable, layouts, beat_s: float = math.inf) -> SchemeResult | None:

@@ -283,9 +283,9 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     engine = sub.engine(policy, record=record)
     timeline: list = []
     prod = _Production(gemm, tp)
-    tail_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz) + sub.after_rs_s
+    write_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
     bound = _RingBound(stage_bytes[:max(tp - 1, 0)], _forward_rate_Bps(sub, engine), gemm.out_tile_bytes,
-                       hop + _trigger_s(sub), hop, tail_s, beat_s)
+                       hop + _trigger_s(sub), hop, write_s + sub.after_rs_s, beat_s)
     flows: list[Flow | None] = [None] * tp
     ends: list[float | None] = [None] * tp
     state = {"gemm_end": None}
@@ -437,7 +437,6 @@ def _t3_ring(sub: Sublayer, *, policy: str, record: bool, gemm, name: str = "t3"
     if tp > 1 and b0 == 0:
         step_done(0, 0.0)
     last = tp - 2
-    write_s = sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
     engine.stop_after_s = min(engine.stop_after_s, bound.deadline())
     engine.run()
     if engine.has_work:
@@ -730,7 +729,7 @@ def _t3_direct(sub: Sublayer, *, record: bool, gemm, beat_s: float = math.inf) -
     if not run_to_beat(engine, beat_s, lambda t: t + write_s + sub.after_rs_s):
         return None
     received = state.get("sent", 0.0) + sub.latency_s
-    done = max(state["gemm"], received) + sub.block.reducer_write_s(sub.gpu.mc_clock_GHz)
+    done = max(state["gemm"], received) + write_s
     return SchemeResult("t3_direct", done + sub.after_rs_s, state["gemm"],
                         traffic(gemm.dram_read_bytes, sb[-1], (0.0, peers), sub.ag_traffic),
                         slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s}, bound="ideal_rs",
