@@ -168,8 +168,7 @@ _MEMO_LIMIT = 1 << 16
 def allocate(flows: list, capacities: list, policy: Policy, dram_index: int) -> list:
     """Each flow's rate (units of its work per second) for one interval."""
     key = (policy, tuple(capacities),
-           tuple((f.klass, f.weight, f.cap, f.coupled, f.ratio, f.dram, tuple(f.terms), tuple(f.floor_terms))
-                 for f in flows))
+           tuple((f.klass, f.weight, f.cap, f.coupled, f.ratio, f.dram, f.terms_key) for f in flows))
     rates = _MEMO.get(key)
     if rates is None:
         if len(_MEMO) >= _MEMO_LIMIT:

@@ -126,6 +126,10 @@ class Flow:
     dram: float = 0.0
     coupled: int = -1          # index of the leader in the interval's allocation, when caught up
     static_cap: float = math.inf
+    #: The slack of "done" in units of its work (``RESOLUTION`` of it, at least of one unit).
+    tol: float = field(default=0.0, init=False, repr=False)
+    #: ``terms`` and ``floor_terms`` as tuples, for the sharing rule's memo key.
+    terms_key: tuple = field(default=(), init=False, repr=False)
 
     def __post_init__(self):
         if not (self.work >= 0 and math.isfinite(self.work)):
@@ -137,6 +141,7 @@ class Flow:
         if self.produced is None:
             self.produced = self.work
         self.static_cap = self.cap
+        self.tol = RESOLUTION * max(1.0, self.work)
         for key, value in self.demand.items():
             if not (value >= 0 and math.isfinite(value)):
                 raise EngineError(f"flow {self.name!r}: demand on {key} must be finite and >= 0, not {value}")
@@ -149,12 +154,14 @@ class Flow:
     def available(self) -> float:
         """Work it may have done by now: what is released and what exists."""
         made = self.produced
-        if self.leader is not None:
-            made += self.ratio * (self.leader.done - self.lead_mark)
-        return min(self.work, self.released, made)
-
-    def _tol(self) -> float:
-        return RESOLUTION * max(1.0, self.work)
+        leader = self.leader
+        if leader is not None:
+            made += self.ratio * (leader.done - self.lead_mark)
+        # min(work, released, made), written out (the engine's innermost call).
+        least = self.work
+        if self.released < least:
+            least = self.released
+        return made if made < least else least
 
 
 class Engine:
@@ -214,6 +221,7 @@ class Engine:
         grants = flow.demand.get(GRANTS, 0.0)
         flow.weight = 1.0 / grants if grants > 0 else 1.0 / max((a for _, a in flow.terms), default=1.0)
         flow.floor_terms = [(len(self._names), grants or flow.dram)] if flow.dram > 0 else []
+        flow.terms_key = (tuple(flow.terms), tuple(flow.floor_terms))
         flow.start_s = self.now
         self.flows.append(flow)
         if flow.work <= 0:
@@ -464,18 +472,17 @@ class Engine:
     def _runnable(self) -> list[Flow]:
         """The flows that can run this interval; a follower caught up with its leader's
         production runs coupled to it (``coupled``: the leader's index), or not at all."""
-        leaders, out = {}, []
+        leaders, out, followers = {}, [], []
         for f in self.active:
             f.coupled = -1
-        for f in self.active:
             if f.leader is None:
-                if f.done < f.available - f._tol():
+                if f.done < f.available - f.tol:
                     leaders[id(f)] = len(out)
                     out.append(f)
-        for f in self.active:
-            if f.leader is None:
-                continue
-            tol = f._tol()
+            else:
+                followers.append(f)
+        for f in followers:
+            tol = f.tol
             if f.done >= min(f.work, f.released) - tol:
                 continue                                      # held by its release cap
             if f.done < f.available - tol:
@@ -516,7 +523,7 @@ class Engine:
                                    self._row_stats))
         used = self._used
         # Leaders first: a follower's limit grows with its leader's progress.
-        for f in sorted(runnable, key=lambda g: g.leader is not None):
+        for f in [g for g in runnable if g.leader is None] + [g for g in runnable if g.leader is not None]:
             if f.rate > 0:
                 step = max(min(f.rate * dt, f.available - f.done), 0.0)
                 f.done += step
@@ -531,7 +538,7 @@ class Engine:
         while fired:
             fired = False
             for f in list(self.active):
-                tol = f._tol()
+                tol = f.tol
                 while f.marks and f.done >= f.marks[0][0] - tol:
                     _, _, callback = heapq.heappop(f.marks)
                     callback(self, f)
