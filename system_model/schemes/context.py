@@ -102,16 +102,17 @@ def fastest(results) -> SchemeResult:
     return fastest_of(lambda r, _beat: r, results)
 
 
-def fastest_of(run: Callable, layouts, beat_s: float = math.inf) -> SchemeResult | None:
+def fastest_of(run: Callable, layouts, beat_s: float = math.inf, *, tie: float = 0.0) -> SchemeResult | None:
     """:func:`fastest` of ``run(layout, time to beat)`` over ``layouts``, each run asked to
     beat the fastest so far (and ``beat_s``, where the caller keeps the fastest of several
     kernels): a run returns None once it cannot (:func:`run_to_beat`). None where no run
-    ends before ``beat_s``; the first where none runs."""
+    ends before ``beat_s``; the first where none runs. A run replaces the fastest so far
+    only when it is faster by more than the fraction ``tie`` (T3's ring: ``LAYOUT_TIE``)."""
     best = None
     for layout in layouts:
-        beat = min(beat_s, best.time_s) if best is not None and best.available else beat_s
-        r = run(layout, beat)
-        if r is not None and (best is None or (r.available and (not best.available or r.time_s < best.time_s))):
+        replaces = best.time_s * (1 - tie) if best is not None and best.available else math.inf
+        r = run(layout, min(beat_s, replaces))
+        if r is not None and (best is None or (r.available and r.time_s < replaces)):
             best = r
     return best
 

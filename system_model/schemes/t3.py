@@ -245,12 +245,8 @@ def t3_ring(sub: Sublayer, *, policy: str, record: bool = False, name: str | Non
         key = (policy, record)
         known = memo.get(key)
         if known is None or (isinstance(known, float) and beat_s > known):
-            best = None
-            for gemm in _staged_gemms(sub):
-                replaces = best.time_s * (1 - LAYOUT_TIE) if best is not None and best.available else math.inf
-                other = _t3_ring(sub, policy=policy, record=record, gemm=gemm, beat_s=min(beat_s, replaces))
-                if other is not None and (best is None or (other.available and other.time_s < replaces)):
-                    best = other
+            best = fastest_of(lambda gemm, beat: _t3_ring(sub, policy=policy, record=record, gemm=gemm, beat_s=beat),
+                              _staged_gemms(sub), beat_s, tie=LAYOUT_TIE)
             # A layout stopped by beat_s ends no sooner; where no layout ended before it, the
             # fastest that ran is not known to be the fastest of all: only that none beats it.
             if best is None or (best.available and best.time_s >= beat_s):
