@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from collections import Counter
 
 import pytest
 
 from rtl.flow import generate
-from rtl.flow.generate import BLOCKS, VERILOG_CACHE_ENV, main, sources_digest, to_verilog, write_verilog
+from rtl.flow.generate import (
+    BLOCKS,
+    VERILOG_CACHE_ENV,
+    block_verilog,
+    build_component,
+    component_verilog,
+    main,
+    sources_digest,
+    to_verilog,
+    write_verilog,
+)
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
@@ -20,6 +32,32 @@ def test_every_block_converts_and_compiles(block, tmp_path, monkeypatch):
     if shutil.which("iverilog") is None:
         pytest.fail("iverilog is not installed: run `make test`, which installs it")
     subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "a.vvp"), str(path)], check=True)
+
+
+def test_a_ring_holds_one_slice_module_that_every_gpu_instantiates():
+    """The ring's Verilog (rtl.flow.compose) against Amaranth's conversion of the whole ring:
+    the same top-level ports, one slice module instead of three, instantiated as slice0..2,
+    and the flat ring's three slices power up with the one slice's words (what lets them
+    share a module). ``gemm_ring`` and the row harness compose the same way; their benches
+    compile and run the result."""
+    block = "t3_ring"
+    params = {"gpus": 3, "beat_width": 64, "tile_beats_log2": 2, "max_beats": 16, "depth": 64, "entries": 16,
+              "commands": 16, "power_up_seed": 5}
+    composed = block_verilog(block, **params)
+    flat = component_verilog(build_component(block, **params), block)
+
+    def ports(text):
+        return sorted(re.search(rf"^module {block}\((.*?)\);", text, re.MULTILINE | re.DOTALL)[1].split(", "))
+
+    def power_up(text):   # the bank's and the tracker's counts' initial words, as written
+        return Counter(re.findall(r"^ *(?:bank|count_mem)\[\d+\] = \d+'h[0-9a-f]+;$", text, re.MULTILINE))
+
+    assert ports(composed) == ports(flat)
+    assert composed.count(f"\nmodule {block}_slice(") == 1 and f"module {block}_slice(" not in flat
+    assert re.findall(rf"^ *{block}_slice (\S+) \(", composed, re.MULTILINE) == ["slice0", "slice1", "slice2"]
+    assert len(composed) < len(flat) / 2
+    words = power_up(composed)
+    assert words and power_up(flat) == Counter({line: 3 * n for line, n in words.items()})
 
 
 def test_write_verilog_keeps_mtime_when_unchanged(tmp_path):

@@ -41,10 +41,11 @@ from ..stream_mux import StreamMux
 from ..t3_slice import T3Slice
 from ..track_trigger import TrackAndTrigger
 from ..tracker import TrackerTable
+from .compose import ring_verilog
 
-__all__ = ["Block", "BLOCKS", "build_component", "component_verilog", "to_verilog", "write_verilog",
-           "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV", "TEST_VERILOG_CACHE",
-           "main"]
+__all__ = ["Block", "BLOCKS", "RING_BLOCKS", "build_component", "block_verilog", "component_verilog", "to_verilog",
+           "write_verilog", "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV",
+           "TEST_VERILOG_CACHE", "main"]
 
 #: A folder where :func:`to_verilog` keeps each conversion, named by a hash of the block, its
 #: parameters, the RTL sources this process imported and the Amaranth and Yosys in use, so
@@ -149,6 +150,20 @@ def component_verilog(component: wiring.Component, name: str) -> str:
     return verilog.convert(component, name=name, emit_src=False)
 
 
+#: Blocks made of :class:`~rtl.t3_slice.T3Slice` instances whose Verilog holds one slice module
+#: that every GPU instantiates (:mod:`rtl.flow.compose`).
+RING_BLOCKS = ("t3_ring", "gemm_ring")
+
+
+def block_verilog(block: str, **params) -> str:
+    """Convert ``block`` (its defaults overridden by ``params``) to Verilog module ``block``; a
+    ring's slices share one module (:data:`RING_BLOCKS`)."""
+    component = build_component(block, **params)
+    if block in RING_BLOCKS:
+        return ring_verilog(component, block, convert=component_verilog)
+    return component_verilog(component, block)
+
+
 #: What a failed assertion prints (then the simulator stops with ``$fatal``).
 ASSERT_PREFIX = "ASSERTION FAILED"
 
@@ -248,7 +263,7 @@ def to_verilog(block: str, *, simulation: bool = False, **params) -> str:
     if cached is not None and cached.is_file():
         text = cached.read_text()
     else:
-        text = component_verilog(build_component(block, **params), block)
+        text = block_verilog(block, **params)
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             # Written aside and renamed: parallel test workers never read half a file.

@@ -22,6 +22,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+from rtl.flow.compose import ring_verilog
 from rtl.flow.generate import component_verilog, simulation_asserts
 from rtl.gemm_ring import GemmRing
 
@@ -81,7 +82,7 @@ class RowGemmRing(wiring.Component):
 
 def row_ring_verilog(*, timing: RowTiming, **ring_params) -> str:
     """The harness's Verilog (module :data:`TOP`), with the RTL's assertions live."""
-    return simulation_asserts(component_verilog(RowGemmRing(timing=timing, **ring_params), TOP))
+    return simulation_asserts(ring_verilog(RowGemmRing(timing=timing, **ring_params), TOP, convert=component_verilog))
 
 
 def main(argv: list[str] | None = None) -> int:
