@@ -341,6 +341,18 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
             tuple(float(x) for x in workspace), by_wave)
 
 
+def _sums_by_key(keys: np.ndarray, weights: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (non-negative, below ``bound``), ascending, and the sum of the
+    ``weights`` of each, added in the order given (``np.unique`` with ``return_inverse``
+    then ``np.bincount``, the same sums, without the sort where the key space is dense:
+    the sort was the largest single cost of the invariant suite)."""
+    if bound > 4 * len(keys) + 1024:
+        key, inverse = np.unique(keys, return_inverse=True)
+        return key, np.bincount(inverse, weights=weights)
+    present = np.flatnonzero(np.bincount(keys, minlength=bound))
+    return present, np.bincount(keys, weights=weights, minlength=bound)[present]
+
+
 def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.ndarray, item_cols: np.ndarray,
                       wave_of: np.ndarray, waves: int, stages: int) -> tuple[tuple[tuple[int, float], ...], ...]:
     """Per wave, ``(stage, output bytes)`` its work items complete: each tile's real area of
@@ -349,8 +361,7 @@ def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.
     tiles_m = math.ceil(shape.m / kernel.tile_m)
     width = np.minimum(kernel.tile_n, shape.n - item_cols * kernel.tile_n) * e / kernel.split_k
     # Bytes per column of C's rows, per (wave, tile row): the tile row's columns the wave did.
-    key, inverse = np.unique(wave_of * tiles_m + item_rows, return_inverse=True)
-    per_row = np.bincount(inverse, weights=width)
+    key, per_row = _sums_by_key(wave_of * tiles_m + item_rows, width, waves * tiles_m)
     w, r = key // tiles_m, key % tiles_m
     o_rows, o_stages, o_shared = stage_row_overlaps(shape.m, kernel.tile_m, stages)
     first = np.searchsorted(o_rows, r)
@@ -358,8 +369,7 @@ def _wave_stage_parts(shape: GemmShape, kernel: GemmKernelConfig, item_rows: np.
     pick = np.repeat(first, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
     ws = np.repeat(w, count) * stages + o_stages[pick]
     nbytes = np.repeat(per_row, count) * o_shared[pick]
-    key2, inverse2 = np.unique(ws, return_inverse=True)
-    totals = np.bincount(inverse2, weights=nbytes)
+    key2, totals = _sums_by_key(ws, nbytes, waves * stages)
     out: list[list[tuple[int, float]]] = [[] for _ in range(waves)]
     for k, b in zip(key2.tolist(), totals.tolist(), strict=True):
         out[k // stages].append((k % stages, b))
