@@ -310,13 +310,11 @@ def wave_traffic(shape: GemmShape, kernel: GemmKernelConfig, *, cus: int, l2_byt
     def uses(index: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """Per wave: how many distinct panels it touches, and the (wave, panel) uses sorted
         by panel then wave."""
-        present = np.zeros(waves * size, dtype=bool)
-        present[wave_of * size + index] = True
-        key = np.flatnonzero(present)                            # the distinct uses, sorted
-        w, p = key // size, key % size
-        per_wave = np.bincount(w, minlength=waves)
-        by_panel = np.lexsort((w, p))
-        return per_wave, np.stack([w[by_panel], p[by_panel]], axis=1)
+        present = np.zeros((size, waves), dtype=bool)            # panel-major: no sort needed
+        present[index, wave_of] = True
+        key = np.flatnonzero(present)            # the distinct uses, by panel then wave
+        p, w = np.divmod(key, waves)
+        return np.bincount(w, minlength=waves), np.stack([w, p], axis=1)
     rows_w, a_uses = uses(order[:, 0], tiles_m)
     cols_w, b_uses = uses(order[:, 1], tiles_n)
     footprint = rows_w * a_panel + cols_w * b_panel + (counts * out_tile if stores_cached else 0)
