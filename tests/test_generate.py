@@ -55,6 +55,13 @@ def test_a_ring_holds_one_slice_module_that_every_gpu_instantiates():
     assert ports(composed) == ports(flat)
     assert composed.count(f"\nmodule {block}_slice(") == 1 and f"module {block}_slice(" not in flat
     assert re.findall(rf"^ *{block}_slice (\S+) \(", composed, re.MULTILINE) == ["slice0", "slice1", "slice2"]
+    # Every instance connects exactly the slice module's ports.
+    slice_ports = sorted(re.search(rf"^module {block}_slice\((.*?)\);", composed, re.MULTILINE | re.DOTALL)[1]
+                         .split(", "))
+    instances = re.findall(rf"^ *{block}_slice \S+ \((.*?)\n *\);", composed, re.MULTILINE | re.DOTALL)
+    assert len(instances) == 3
+    for pins in instances:
+        assert sorted(re.findall(r"^\s*\.(\S+)\(", pins, re.MULTILINE)) == slice_ports
     assert len(composed) < len(flat) / 2
     words = power_up(composed)
     assert words and power_up(flat) == Counter({line: 3 * n for line, n in words.items()})

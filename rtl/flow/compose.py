@@ -61,6 +61,8 @@ def ring_verilog(component: wiring.Component, name: str, *, convert) -> str:
     while not isinstance(ring, T3Ring):   # GemmRing holds its ring as .ring, the row harness a GemmRing
         ring = ring.ring
     slices = ring.slices
+    if any(s.signature != slices[0].signature for s in slices):
+        raise ValueError("the ring's slices have different ports: they cannot share one module")
     module = name + SLICE_SUFFIX
     slice_text = convert(slices[0], module)
     ring.slices = [ModuleInstance(s.signature, module=module) for s in slices]
