@@ -51,8 +51,10 @@ class ModuleInstance(wiring.Component):
 
 def ring_verilog(component: wiring.Component, name: str, *, convert) -> str:
     """The Verilog of ``component`` (a :class:`~rtl.ring.T3Ring`, or a component whose ``ring``
-    is one or holds one the same way) as module ``name``, with one slice module ``name + SLICE_SUFFIX`` instantiated per
-    GPU. ``convert(component, name)`` is the converter (:func:`~rtl.flow.generate.component_verilog`).
+    is one or holds one the same way) as module ``name``, with one slice module
+    ``name + SLICE_SUFFIX`` instantiated per GPU. ``convert(component, name)`` is the
+    converter (:func:`~rtl.flow.generate.component_verilog`, passed in because
+    :mod:`rtl.flow.generate` imports this module).
 
     The ring builds every slice from the same parameters (:class:`~rtl.ring.T3Ring`), which
     is what lets them share a module.
