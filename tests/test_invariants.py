@@ -399,12 +399,13 @@ def test_invariants(case):
             + _reproducer(base, shape, tp, collective))
 
 
-#: Found by a random SEED on 2026-12-08 (a clean clone's `make test` of 24cb32c): at TP 45 on
-#: a 12.5 GB/s link, M 28,283 -> 29,167 takes T3 and T3-MCA from 118,985.5 to 95,585.3 us
-#: and CU sharing from 107,409.3 to 84,113.7 us, while sequential goes from 92,623.5 to
-#: 95,709.6 us (T3 slower than sequential at the smaller M by 28%). The same figures to the tenth of a microsecond at ebe028a, before that
-#: day's GEMM-traffic changes; not yet explained. Kept as a strict expected failure, so a
-#: model that passes it must say so, and moved into the examples above once it does.
+#: Found by a random SEED on 2026-12-08 (a clean clone's `make test` of 24cb32c): at TP 45
+#: on a 12.5 GB/s link, M 28,283 -> 29,167 takes T3 and T3-MCA from 118,985.5 to
+#: 95,585.3 us and CU sharing from 107,409.3 to 84,113.7 us, while sequential goes from
+#: 92,623.5 to 95,709.6 us (T3 slower than sequential at the smaller M by 28%). The same
+#: figures to the tenth of a microsecond at ebe028a, before that day's GEMM-traffic
+#: changes; not yet explained. Kept as a strict expected failure, so a model that passes
+#: it must say so, and moved into the examples above once it does.
 T3_BIGGER_M_AT_TP45 = ("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 12.5, "scale_out_GBps_per_gpu": 51.5625,
                                     "dram_latency_ns": 386.925, "link_latency_ns": 1031.25,
                                     "scale_out_latency_ns": 3093.75, "switch_reduce_latency_ns": 515.625,
@@ -413,6 +414,7 @@ T3_BIGGER_M_AT_TP45 = ("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="random-SEED counter-example of 2026-12-08: T3 and CU sharing at TP 45 faster for a 3% bigger M")
+                   reason="random-SEED counter-example of 2026-12-08: T3 and CU sharing at TP 45 "
+                          "faster for a 3% bigger M")
 def test_t3_is_not_faster_for_a_bigger_m_at_tp_45():
     test_invariants.hypothesis.inner_test(T3_BIGGER_M_AT_TP45)
