@@ -317,7 +317,9 @@ class Sublayer:
         """How many consecutive stages a staged GEMM may dispatch as one: 1, and where the
         stages' boundaries cut the kernel's raster groups (``group_rows`` tile rows, or
         columns in a column cut), the fewest stages that end on a raster group's boundary
-        (if at most ``tp``), the stages nearest one raster group, and, where the whole
+        (all ``tp``, the library's own order, where no fewer do: a random configuration of
+        221 tile rows in 45 stages was offered only 1 and 2, and read 41% more than the
+        library), the stages nearest one raster group, and, where the whole
         output is at most two raster groups, half and a quarter of the ring. Stage by
         stage, a raster group cut at a stage boundary walks the other operand's panels once
         more; dispatched together, the stages of a group end together and the panels are
@@ -333,7 +335,8 @@ class Sublayer:
         tiles, rows, tp = math.ceil(along / tile), self.kernel.group_rows, self.tp
         if tiles <= 1 or (tiles % tp == 0 and (tiles // tp) % rows == 0):
             return (1,)             # (one tile row: every stage lies in it; or stages of whole groups)
-        aligned = rows * tp // math.gcd(tiles, rows * tp)      # g x tiles / tp a multiple of rows
+        # g x tiles / tp a multiple of rows; where no g below tp is, all tp (the library's order)
+        aligned = min(tp, rows * tp // math.gcd(tiles, rows * tp))
         near = [min(tp, round(rows * tp / tiles))]
         # Where the whole output is about one raster group, also its halves and quarters:
         # fewer groups read less, more groups overlap more.
