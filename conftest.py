@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from rtl.flow.generate import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
+from rtl.flow.verilog_cache import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
 from tb.common.seeds import base_seed
 
 # The workers of pytest-xdist (make test) inherit the base seed the header prints: each would

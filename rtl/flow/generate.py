@@ -42,17 +42,12 @@ from ..t3_slice import T3Slice
 from ..track_trigger import TrackAndTrigger
 from ..tracker import TrackerTable
 from .compose import ring_verilog
+from .verilog_cache import TEST_VERILOG_CACHE, VERILOG_CACHE_ENV
 
 __all__ = ["Block", "BLOCKS", "RING_BLOCKS", "build_component", "block_verilog", "component_verilog", "to_verilog",
            "write_verilog", "simulation_asserts", "sources_digest", "ASSERT_PREFIX", "VERILOG_CACHE_ENV",
            "TEST_VERILOG_CACHE", "main"]
 
-#: A folder where :func:`to_verilog` keeps each conversion, named by a hash of the block, its
-#: parameters, the RTL sources this process imported and the Amaranth and Yosys in use, so
-#: that an identical conversion is read back instead of redone (Amaranth's conversion of an
-#: 8-GPU ring takes seconds). Unset or empty: nothing is kept. The test suite sets it to
-#: ``sim_build/verilog`` (``conftest.py``).
-VERILOG_CACHE_ENV = "T3_VERILOG_CACHE"
 _RTL_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,8 +82,6 @@ def _converter_versions() -> str:
 
 #: Amaranth and its Yosys, as installed when this process started.
 _CONVERTER_VERSIONS = _converter_versions()
-#: Where the test suite (``conftest.py``) and ``make mutate``'s copies keep conversions.
-TEST_VERILOG_CACHE = _RTL_ROOT.parent / "sim_build" / "verilog"
 
 
 def _gemm_source_for_slice(**slice_params) -> GemmTrafficSource:

@@ -23,9 +23,8 @@ from amaranth.lib import data
 
 from tb.arbiter.model import COMM, COMPUTE, MCA, ROUND_ROBIN, MemoryArbiterModel
 from tb.arbiter.scenarios import DIRECTED_TESTS, MIXES, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST, SERVICE
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.packing import pack, unpack
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSource
 
 TAG = data.StructLayout({"tag": 16})

@@ -17,8 +17,8 @@ from . import protocol
 from .protocol import BenchRegistry, ProtocolViolation
 from .scoreboard import Scoreboard
 
-__all__ = ["LockstepTB", "RunTimeout", "CLOCK_PERIOD_NS", "STATS_ENV", "REPLAY_ENV", "STREAMS_ENV",
-           "register_tests", "replay_line"]
+__all__ = ["LockstepTB", "RunTimeout", "CLOCK_PERIOD_NS", "PARAMS_ENV", "STATS_ENV", "REPLAY_ENV", "STREAMS_ENV",
+           "bench_params", "register_tests", "replay_line"]
 
 CLOCK_PERIOD_NS = 10
 #: Environment variable naming the JSON file where a test leaves its cycle counts.
@@ -27,6 +27,15 @@ STATS_ENV = "T3_BENCH_STATS"
 REPLAY_ENV = "T3_REPLAY"
 #: Environment variable with the top module's valid/ready streams (JSON, :func:`protocol.stream_ports`).
 STREAMS_ENV = "T3_BENCH_STREAMS"
+#: Environment variable carrying the bench's parameter set (JSON) into the simulator.
+PARAMS_ENV = "T3_BENCH_PARAMS"
+
+
+def bench_params() -> dict:
+    """Inside the simulator: the parameter set the runner passed in. (Here, not beside the
+    runner: the simulator's Python imports only this side, and the runner's imports, every
+    block's Amaranth code and its converter, cost every cocotb test a quarter of a second.)"""
+    return json.loads(os.environ.get(PARAMS_ENV, "{}"))
 
 
 class RunTimeout(AssertionError):

@@ -35,7 +35,7 @@ from cocotb_tools.runner import get_runner
 from rtl.flow.generate import component_verilog, simulation_asserts, write_verilog
 from rtl.flow.verilator import VERILATOR_CFLAGS, apply_verilator_env
 
-from .lockstep import REPLAY_ENV, STATS_ENV, STREAMS_ENV
+from .lockstep import PARAMS_ENV, REPLAY_ENV, STATS_ENV, STREAMS_ENV
 from .protocol import stream_ports
 from .seeds import base_seed, derive_seed
 from .stats import add_stats
@@ -44,8 +44,17 @@ from .waves import record as record_waves
 __all__ = ["CocotbBench", "REPO_ROOT", "PARAMS_ENV"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Environment variable carrying the bench's parameter set (JSON) into the simulator.
-PARAMS_ENV = "T3_BENCH_PARAMS"
+#: cocotb rewrites assertions with a pytest configuration of its own in each simulator
+#: process. By default it loads every installed pytest plugin (hypothesis, xdist, ...), which
+#: no bench uses, and rewrites every module imported after it (Amaranth, numpy, ...), again
+#: in each process where Python writes no bytecode (``PYTHONDONTWRITEBYTECODE``, set on some
+#: CI machines): together about half of each cocotb test's time (the tracker's 27 cocotb
+#: tests, one process: 24.7 s with both, 12.7 s without).
+#: Here only the cocotb modules (``tb_*.py``, where the benches' own asserts are) are
+#: rewritten, and no plugin is loaded (``COCOTB_REWRITE_ASSERTION_FILES`` in the
+#: environment still chooses others).
+SIMULATOR_PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                        "COCOTB_REWRITE_ASSERTION_FILES": os.environ.get("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")}
 
 
 def _waves() -> bool:
@@ -156,7 +165,7 @@ class CocotbBench:
                 testcase=testcase,
                 seed=seed,
                 extra_env={PARAMS_ENV: json.dumps(self.params), STATS_ENV: str(stats_file), REPLAY_ENV: replay,
-                           STREAMS_ENV: self._streams},
+                           STREAMS_ENV: self._streams, **SIMULATOR_PYTEST_ENV},
                 waves=_waves(),
                 build_dir=self.build_dir / "sim",
                 test_dir=self.build_dir / "sim",
@@ -199,8 +208,3 @@ def failure_message(results: Path, exc: BaseException | None = None) -> str:
                            f"cocotb: {message}")
             return message
     return f"no failure recorded{code}; see the log above"
-
-
-def bench_params() -> dict:
-    """Inside the simulator: the parameter set the runner passed in."""
-    return json.loads(os.environ.get(PARAMS_ENV, "{}"))

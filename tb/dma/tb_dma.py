@@ -11,11 +11,10 @@ from __future__ import annotations
 import cocotb
 
 from rtl.dma_path import DmaPath
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.memory import BenchMemory, ReadPortResponder
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.model import STORE, UPDATE, DmaPathModel
 from tb.dma.scenarios import DIRECTED_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST

@@ -24,12 +24,11 @@ import cocotb
 
 from rtl.dma_engine import DmaEngine
 from rtl.ports import WriteOp
-from tb.common.lockstep import LockstepTB
+from tb.common.lockstep import LockstepTB, bench_params
 from tb.common.memory import BenchMemory
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.protocol import StreamProtocolChecker
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma_engine.model import ArbitratedEngineModel
 from tb.dma_engine.scenarios import DIRECTED_TESTS, MATRIX, RANDOM_TESTS

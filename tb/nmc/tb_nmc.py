@@ -21,10 +21,9 @@ import cocotb
 import numpy as np
 
 from rtl.nmc import NearMemoryReducer
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.packing import pack, unpack
 from tb.common.patterns import SOURCE_PATTERNS
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSource
 from tb.fp_add.golden import NUMPY_TYPES, mismatches
 from tb.nmc.model import SPEC_READ_LATENCY, STORE, UPDATE, NearMemoryReducerModel, beat_to_lanes, lanes_to_beat

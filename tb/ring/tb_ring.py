@@ -39,8 +39,7 @@ import numpy as np
 from amaranth.lib import data
 
 from rtl.ring import T3Ring
-from tb.common.lockstep import LockstepTB
-from tb.common.runner import bench_params
+from tb.common.lockstep import LockstepTB, bench_params
 from tb.common.streams import StreamSource
 from tb.fp_add.golden import NUMPY_TYPES
 from tb.nmc.model import lanes_to_beat

@@ -41,11 +41,10 @@ import numpy as np
 from amaranth.lib import data
 
 from rtl.t3_slice import T3Slice
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.packing import field_diff, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
 from tb.common.protocol import bits
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.fp_add.golden import NUMPY_TYPES
 from tb.nmc.model import lanes_to_beat

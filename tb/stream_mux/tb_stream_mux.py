@@ -18,10 +18,9 @@ from __future__ import annotations
 import cocotb
 from amaranth.lib import data
 
-from tb.common.lockstep import LockstepTB
+from tb.common.lockstep import LockstepTB, bench_params
 from tb.common.packing import field_diff, pack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.stream_mux.model import A, B, StreamMuxModel
 from tb.stream_mux.scenarios import DIRECTED_TESTS, MATRIX, RANDOM_TESTS

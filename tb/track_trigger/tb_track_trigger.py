@@ -14,11 +14,10 @@ from collections import deque
 import cocotb
 
 from rtl.track_trigger import TrackAndTrigger
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.memory import BenchMemory, ReadPortResponder
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.dma.tb_dma import DmaChecks, random_descriptor
 from tb.track_trigger.model import TrackAndTriggerModel

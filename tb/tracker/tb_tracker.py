@@ -11,10 +11,9 @@ from collections import Counter, deque
 import cocotb
 
 from rtl.tracker import TrackerTable
-from tb.common.lockstep import LockstepTB, register_tests
+from tb.common.lockstep import LockstepTB, bench_params, register_tests
 from tb.common.packing import field_diff, pack, unpack
 from tb.common.patterns import SINK_PATTERNS, SOURCE_PATTERNS
-from tb.common.runner import bench_params
 from tb.common.streams import StreamSink, StreamSource
 from tb.tracker.model import LOCAL, REMOTE, TrackerTableModel
 from tb.tracker.scenarios import DIRECTED_TESTS, HAZARD_TESTS, RANDOM_TESTS, RESET_TESTS, RESETS_PER_TEST
