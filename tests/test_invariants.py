@@ -52,6 +52,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -406,3 +407,24 @@ def test_invariants(case):
             f"{s}: a {what} {field} ({scale[field]:.6g} -> {scale[field] * factor:.6g}) made it slower: "
             f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us (allowed {allowed * 1e6:.3f} us)"
             + _reproducer(base, shape, tp, collective))
+
+
+#: Found by the sceptic review's random SEED 905577 on 2026-12-08 (the same figures before
+#: that day's model change): on an H100 node pair at TP 10, GEMM (22026, 2981, 22026), a
+#: NIC of 25 instead of 12.5 GB/s takes CU sharing from 6,251.9 to 6,838.9 us, slower than
+#: sequential (6,685.4 us). Its GEMM slows from 5,958.1 to 6,572.4 us (slowdown 1.087 ->
+#: 1.199), 614 us, more than the 553 us of DRAM time its transfers take: more than sharing
+#: the DRAM can cost, so a defect of the model's sharing, not yet explained. Kept as a
+#: strict expected failure; moved into the examples above once it passes.
+CU_SHARING_SLOWER_FOR_A_FASTER_NIC = (
+    "h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 21.875, "scale_out_GBps_per_gpu": 12.5,
+                 "dram_latency_ns": 375.2, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
+                 "switch_reduce_latency_ns": 500.0, "nic_doorbell_ns": 1500.0, "max_split_k": 1},
+    (22026, 2981, 22026), 10, "all_reduce", ("scale_out_GBps_per_gpu", 2.0))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="random-SEED counter-example of 2026-12-08: CU sharing's GEMM slows by more than "
+                          "its transfers' DRAM time for a faster NIC")
+def test_cu_sharing_is_not_slower_for_a_faster_nic():
+    test_invariants.hypothesis.inner_test(CU_SHARING_SLOWER_FOR_A_FASTER_NIC)

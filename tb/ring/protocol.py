@@ -181,7 +181,8 @@ def plan_reduce_scatter(rng: np.random.Generator, *, gpus: int, tiles: int, beat
                     plan.local_writes.append({"tile": addr // beats, "addr": addr, "op": UPDATE, "tracked": 1,
                                               "data": word})
         plan.region = sorted(w["addr"] for w in plan.local_writes)
-        assert plan.region == output_region(g, gpus=gpus, tiles=tiles, beats=beats)
+        assert plan.region == output_region(g, gpus=gpus, tiles=tiles, beats=beats), (
+            f"GPU {g}'s stage-N writes cover {len(plan.region)} words, not its output region")
         plan.zero_writes = [{"tile": a // beats, "addr": a, "op": STORE, "tracked": 0, "data": 0}
                             for a in plan.region]
 
