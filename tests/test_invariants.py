@@ -5,7 +5,9 @@ With everything else fixed, every scheme's time
 
 * never rises by more than :data:`SLACK` when the HBM bandwidth rises;
 * never rises by more than :data:`SLACK` plus its transfers' own DRAM time when a link's or
-  the NIC's bandwidth rises or a latency falls (``SchemeResult.transfer_dram_s``);
+  the NIC's bandwidth rises or a latency falls (``SchemeResult.transfer_dram_s``, the larger
+  of the two runs': a faster NIC may make the library pick another algorithm, NCCL's ring
+  instead of NVLS tree, that moves nearly three times the bytes through the DRAM);
 * never falls when M, N or K grows by more than 0.5% plus what its GEMM's own library time
   fell plus what the DRAM's sharing can move (``SchemeResult.contention_s``), and the
   library's GEMM alone never falls by more than :data:`GEMM_SHAPE_SLACK`;
@@ -52,7 +54,6 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -363,6 +364,14 @@ def _times(results) -> dict[str, float]:
                        "dram_latency_ns": 386.925, "link_latency_ns": 1031.25, "scale_out_latency_ns": 3093.75,
                        "switch_reduce_latency_ns": 515.625, "nic_doorbell_ns": 1546.875, "max_split_k": 1},
           (28283, 28283, 22026), 45, "all_reduce", ("m", 1.03125)))
+# a NIC twice as fast (12.5 -> 25 GB/s) made the library's all-reduce ring instead of NVLS
+# tree, 2.8 times the DRAM bytes, sent beside CU sharing's GEMM: 9% slower, its GEMM
+# 614 us longer, within the new algorithm's transfers' DRAM time but not the old one's,
+# which alone the allowance counted (found by the sceptic review's SEED 905577, 2026-12-08);
+@example(("h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 21.875, "scale_out_GBps_per_gpu": 12.5,
+                       "dram_latency_ns": 375.2, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
+                       "switch_reduce_latency_ns": 500.0, "nic_doorbell_ns": 1500.0, "max_split_k": 1},
+          (22026, 2981, 22026), 10, "all_reduce", ("scale_out_GBps_per_gpu", 2.0)))
 @example(("h800-sxm", {}, (2613, 934, 12710), 8, "reduce_scatter", ("m", 1.613)))
 # Triton-distributed's GEMM + AR past its low-latency kernel's 256 rows (_low_latency_switch_s).
 @example(("a100-sxm", {}, (148, 8103, 8103), 2, "all_reduce", ("m", 297 / 148)))
@@ -399,32 +408,16 @@ def test_invariants(case):
                 f"(allowed {allowed * 1e6:.3f} us)" + _reproducer(base, shape, tp, collective))
         return
     changed = _description(name, {**scale, field: scale[field] * factor})
-    t1 = _times(_run(changed, shape, tp, collective))
+    r1 = _run(changed, shape, tp, collective)
+    t1 = _times(r1)
     what = "shorter" if field.endswith("_ns") else "faster"
     for s in t0.keys() & t1.keys():
-        allowed = t0[s] * SLACK + (r0[s].transfer_dram_s(base.gpu.dram_bytes_per_s) if field in COMMUNICATION else 0.0)
+        # The transfers' DRAM time, the larger of the two runs': faster communication may
+        # make the library pick an algorithm that moves more bytes through the DRAM.
+        transfers = (max(r0[s].transfer_dram_s(base.gpu.dram_bytes_per_s),
+                         r1[s].transfer_dram_s(base.gpu.dram_bytes_per_s)) if field in COMMUNICATION else 0.0)
+        allowed = t0[s] * SLACK + transfers
         assert t1[s] <= t0[s] + allowed, (
             f"{s}: a {what} {field} ({scale[field]:.6g} -> {scale[field] * factor:.6g}) made it slower: "
             f"{t0[s] * 1e6:.3f} -> {t1[s] * 1e6:.3f} us (allowed {allowed * 1e6:.3f} us)"
             + _reproducer(base, shape, tp, collective))
-
-
-#: Found by the sceptic review's random SEED 905577 on 2026-12-08 (the same figures before
-#: that day's model change): on an H100 node pair at TP 10, GEMM (22026, 2981, 22026), a
-#: NIC of 25 instead of 12.5 GB/s takes CU sharing from 6,251.9 to 6,838.9 us, slower than
-#: sequential (6,685.4 us). Its GEMM slows from 5,958.1 to 6,572.4 us (slowdown 1.087 ->
-#: 1.199), 614 us, more than the 553 us of DRAM time its transfers take: more than sharing
-#: the DRAM can cost, so a defect of the model's sharing, not yet explained. Kept as a
-#: strict expected failure; moved into the examples above once it passes.
-CU_SHARING_SLOWER_FOR_A_FASTER_NIC = (
-    "h100-sxm", {"hbm_GBps": 837.5, "link_bw_GBps_per_link": 21.875, "scale_out_GBps_per_gpu": 12.5,
-                 "dram_latency_ns": 375.2, "link_latency_ns": 1000.0, "scale_out_latency_ns": 3000.0,
-                 "switch_reduce_latency_ns": 500.0, "nic_doorbell_ns": 1500.0, "max_split_k": 1},
-    (22026, 2981, 22026), 10, "all_reduce", ("scale_out_GBps_per_gpu", 2.0))
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="random-SEED counter-example of 2026-12-08: CU sharing's GEMM slows by more than "
-                          "its transfers' DRAM time for a faster NIC")
-def test_cu_sharing_is_not_slower_for_a_faster_nic():
-    test_invariants.hypothesis.inner_test(CU_SHARING_SLOWER_FOR_A_FASTER_NIC)

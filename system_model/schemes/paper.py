@@ -32,16 +32,17 @@ __all__ = ["sequential", "ideal_overlap", "ideal_all_reduce", "rs_lower_bound_s"
            "t3", "t3_mca", "ideal_rs_nmc"]
 
 
-def _collective_traffic(sub: Sublayer, op: str) -> tuple[tuple[float, float], tuple[float, float]]:
-    """(RS, AG) DRAM (reads, writes) of the library's collective that ends the sublayer."""
+def _collective_traffic(sub: Sublayer, op: str, p=None, nbytes: float | None = None
+                        ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(RS, AG) DRAM (reads, writes) of the library's collective that ends the sublayer, or
+    of the plan ``p`` the scheme ran for ``nbytes`` of it."""
+    p = sub.plan(op) if p is None else p
     if op == "reduce_scatter":
-        p = sub.plan("reduce_scatter")
         return (p.dram_read_bytes, p.dram_write_bytes), (0.0, 0.0)
-    p = sub.plan("all_reduce")
     if p.algorithm in ("nvls", "nvls_tree"):
         return (p.dram_read_bytes, 0.0), (0.0, p.dram_write_bytes)
     rs, ag = crossings("reduce_scatter", sub.tp), crossings("all_gather", sub.tp)
-    c = sub.chunk
+    c = sub.chunk if nbytes is None else nbytes / sub.tp
     return (rs[0] * c, rs[1] * c), (ag[0] * c, ag[1] * c)
 
 
@@ -156,6 +157,7 @@ def _cu_sharing(sub: Sublayer, record: bool, gemm, beat_s: float = math.inf) -> 
              "sent_bytes": 0.0}
     total_bytes = sum(gemm.stage_bytes)
     finished: list[float] = []
+    sent: list[tuple[tuple[float, float], tuple[float, float]]] = []
 
     def next_collective(e: Engine) -> None:
         # The stages done by now go as one collective: one all-reduce of their rows, rather
@@ -183,6 +185,10 @@ def _cu_sharing(sub: Sublayer, record: bool, gemm, beat_s: float = math.inf) -> 
             if wait_end <= send_end:
                 return                              # sent with the rest at the GEMM's end
         state["sent_bytes"] += nbytes
+        # The DRAM traffic of the plans it runs: on its CUs the library may pick another
+        # algorithm than the whole collective's (NCCL's ring where the full plan is NVLS
+        # tree: nearly three times the bytes through the DRAM).
+        sent.append(_collective_traffic(sub, op, p, nbytes))
         first, last = pending[0], pending[-1]
         pending.clear()
         state["busy"] = True
@@ -219,7 +225,8 @@ def _cu_sharing(sub: Sublayer, record: bool, gemm, beat_s: float = math.inf) -> 
     if record:
         timeline.append(("GEMM", "GEMM", 0.0, state["gemm"]))
     full = sub.plan(op)
-    rs, ag = _collective_traffic(sub, op)
+    rs, ag = ((sum(x[0][0] for x in sent), sum(x[0][1] for x in sent)),
+              (sum(x[1][0] for x in sent), sum(x[1][1] for x in sent)))
     return SchemeResult("cu_sharing", end, state["gemm"], traffic(gemm.dram_read_bytes, gemm.output_bytes, rs, ag),
                         timeline, slowdowns={"gemm": state["gemm"] / sub.gemm_alone_s,
                                              "collective": state["comm_s"] / full.time_s},
