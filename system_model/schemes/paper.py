@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from ..engine.timeline import Engine
-from ..kernels.collectives import crossings
+from ..kernels.collectives import Plan, crossings
 from .context import GemmRun, SchemeResult, Sublayer, fastest_of, run_to_beat, start_collective, traffic
 from .t3 import ideal_rs_nmc, t3_ring
 
@@ -32,7 +32,7 @@ __all__ = ["sequential", "ideal_overlap", "ideal_all_reduce", "rs_lower_bound_s"
            "t3", "t3_mca", "ideal_rs_nmc"]
 
 
-def _collective_traffic(sub: Sublayer, op: str, p=None, nbytes: float | None = None
+def _collective_traffic(sub: Sublayer, op: str, p: Plan | None = None, nbytes: float | None = None
                         ) -> tuple[tuple[float, float], tuple[float, float]]:
     """(RS, AG) DRAM (reads, writes) of the library's collective that ends the sublayer, or
     of the plan ``p`` the scheme ran for ``nbytes`` of it."""

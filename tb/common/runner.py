@@ -51,10 +51,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 #: CI machines): together about half of each cocotb test's time (the tracker's 27 cocotb
 #: tests, one process: 24.7 s with both, 12.7 s without).
 #: Here only the cocotb modules (``tb_*.py``, where the benches' own asserts are) are
-#: rewritten, and no plugin is loaded (``COCOTB_REWRITE_ASSERTION_FILES`` in the
-#: environment still chooses others).
-SIMULATOR_PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-                        "COCOTB_REWRITE_ASSERTION_FILES": os.environ.get("COCOTB_REWRITE_ASSERTION_FILES", "tb_*.py")}
+#: rewritten, and no plugin is loaded. Either set in the environment still wins: cocotb's
+#: runner lays ``os.environ`` over the variables it is given.
+SIMULATOR_PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py"}
 
 
 def _waves() -> bool:
